@@ -1,0 +1,35 @@
+# kernelwright: `make demo` runs the main job offline; `make test` runs the test suite. Both set up first.
+# TORCH_SPEC selects the torch build: the default is the CPU build these machines have. On a GPU machine use
+#   make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
+# or TORCH_SPEC=skip to keep a torch that is already installed in the interpreter (`PYTHON=...`).
+PYTHON ?= python3
+TORCH_SPEC ?= torch==2.13.0
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-gpu bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(if $(filter skip,$(TORCH_SPEC)),--system-site-packages,) $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(if $(filter skip,$(TORCH_SPEC)),,$(BIN)/python -m pip install -q $(TORCH_SPEC))
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright eval relu kernelbench/bundled/candidates/cpu/1_ReLU.py --device cpu
+
+test: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-gpu: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m gpu $(PYTEST_ARGS)
+
+bench: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_eval.py
+
+clean:
+	rm -rf $(VENV) runs/builds runs/scratch

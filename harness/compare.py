@@ -1,0 +1,72 @@
+"""Compare candidate outputs with reference outputs: structure, shape, dtype, NaN, tolerance, relative error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.policy import EvalPolicy
+from harness.records import TrialResult
+
+
+def _flatten(output: Any) -> list[Any]:
+    if isinstance(output, (tuple, list)):
+        return [item for part in output for item in _flatten(part)]
+    return [output]
+
+
+def tolerance_for(dtype: Any, policy: EvalPolicy) -> float:
+    import torch
+
+    return policy.atol_half if dtype in (torch.float16, torch.bfloat16) else policy.atol_fp32
+
+
+def compare_tensor(ref: Any, got: Any, policy: EvalPolicy) -> tuple[bool, str, float | None, float | None]:
+    """(passed, message, max_abs_error, norm-wise relative error) for one output tensor."""
+    import torch
+
+    if isinstance(got, dict) and "__unsupported_output_type__" in got:
+        return False, f"output is a {got['__unsupported_output_type__']}, expected a torch.Tensor", None, None
+    if type(got) is not torch.Tensor:
+        return False, f"output is a {type(got).__name__}, expected a torch.Tensor", None, None
+    if got.shape != ref.shape:
+        return False, f"output shape {tuple(got.shape)} != expected {tuple(ref.shape)}", None, None
+    if got.dtype != ref.dtype:
+        return False, f"output dtype {got.dtype} != expected {ref.dtype}", None, None
+    if not got.dtype.is_floating_point and not got.dtype.is_complex:
+        equal = bool(torch.equal(got, ref))
+        return equal, "" if equal else "integer/bool output differs from the reference", None, None
+    got64, ref64 = got.to(torch.float64), ref.to(torch.float64)
+    bad = ~torch.isfinite(got64) & torch.isfinite(ref64)
+    if bool(torch.isnan(got64).any()) or bool(bad.any()):
+        return False, f"output has {int((~torch.isfinite(got64)).sum())} NaN/Inf values", None, None
+    tol = tolerance_for(ref.dtype, policy)
+    diff = (got64 - ref64).abs()
+    max_abs = float(diff.max()) if diff.numel() else 0.0
+    rel = float(diff.norm() / ref64.norm()) if float(ref64.norm()) > 0 else float(diff.norm())
+    close = torch.isclose(got64, ref64, atol=tol, rtol=tol)
+    if not bool(close.all()):
+        wrong = int((~close).sum())
+        index = tuple(int(i) for i in (~close).nonzero()[0])
+        return (False, f"{wrong} of {close.numel()} elements outside atol=rtol={tol:g} (max abs error "
+                f"{max_abs:.3g}; first at {index}: got {float(got64[index]):.6g}, expected "
+                f"{float(ref64[index]):.6g})", max_abs, rel)
+    if rel > tol:  # a small but systematic bias (e.g. a lower-precision path) fails here even inside atol
+        return False, f"norm-wise relative error {rel:.3g} above {tol:g}", max_abs, rel
+    return True, "", max_abs, rel
+
+
+def compare_trial(seed: int, reference: Any, candidate: Any, policy: EvalPolicy) -> TrialResult:
+    refs, gots = _flatten(reference), _flatten(candidate)
+    if len(refs) != len(gots):
+        return TrialResult(seed=seed, passed=False,
+                           message=f"forward returned {len(gots)} outputs, expected {len(refs)}")
+    worst_abs, worst_rel = 0.0, 0.0
+    for position, (ref, got) in enumerate(zip(refs, gots)):
+        passed, message, max_abs, rel = compare_tensor(ref, got, policy)
+        worst_abs = max(worst_abs, max_abs or 0.0)
+        worst_rel = max(worst_rel, rel or 0.0)
+        if not passed:
+            prefix = f"output {position}: " if len(refs) > 1 else ""
+            return TrialResult(seed=seed, passed=False, message=prefix + message,
+                               max_abs_error=max_abs, max_rel_error=rel)
+    return TrialResult(seed=seed, passed=True, max_abs_error=worst_abs, max_rel_error=worst_rel)

@@ -1,0 +1,29 @@
+"""The contract between the parent and the child: file names in the scratch folder and the job record."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+JOB_FILE = "job.json"
+CANDIDATE_FILE = "candidate.py"
+PROBLEM_FILE = "problem.py"
+INPUTS_FILE = "inputs.pt"
+OUTPUTS_FILE = "outputs.pt"
+RESULT_FILE = "result.json"
+EVENTS_FILE = "events.jsonl"
+LOG_FILE = "child.log"
+
+
+class ChildJob(BaseModel):
+    """Everything the child needs; it reads nothing else from the parent."""
+
+    device: str  # "cpu", "cuda" or "cuda-compile-only"
+    build_cache: str
+    init_seed: int
+    cpu_threads: int
+    warmup_calls: int
+    min_timed_calls: int
+    max_timed_calls: int
+    timing_budget_s: float
+    skip_timing: bool
+    cuda_arch: str | None = None

@@ -1,0 +1,23 @@
+"""Knobs of one evaluation. Defaults are what the agent and `kernelwright eval` use."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class EvalPolicy(BaseModel):
+    """How hard to check and how long to measure."""
+
+    trials: int = Field(3, ge=1, description="Correctness trials, each with a fresh seed and input set.")
+    atol_fp32: float = Field(1e-4, description="Absolute tolerance for float32 outputs (rtol is the same).")
+    atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
+    require_custom_kernel: bool = Field(
+        True, description="Reject candidates that never build a kernel of their own (load_inline / load).")
+    warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")
+    min_timed_calls: int = Field(10, ge=3, description="Fewest timed calls per model.")
+    max_timed_calls: int = Field(200, ge=3, description="Most timed calls per model.")
+    timing_budget_s: float = Field(1.0, gt=0, description="Target time spent timing each model.")
+    timeout_s: float = Field(300.0, gt=0, description="Wall clock for the whole child: build, checks, timing.")
+    memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
+    cpu_threads: int = Field(1, ge=1, description="Threads for reference and candidate on the CPU device.")
+    skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")

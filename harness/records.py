@@ -1,0 +1,80 @@
+"""What an evaluation produces: the verdict, its reasons, and every measurement behind them."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Verdict(str, Enum):
+    ACCEPTED = "accepted"
+    INCORRECT = "incorrect"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    REJECTED = "rejected"
+    # Compile-only CUDA device (nvcc but no GPU): the kernel built; correctness and speed are unknown.
+    COMPILED = "compiled"
+
+
+class TrialResult(BaseModel):
+    """One correctness trial: one seed, one input set, all outputs compared."""
+
+    seed: int
+    distribution: str = "default"
+    passed: bool
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    message: str = ""
+
+
+class TimingStats(BaseModel):
+    """Raw per-call samples (milliseconds) and their summary."""
+
+    samples_ms: list[float]
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+
+
+class Evaluation(BaseModel):
+    """The record of judging one candidate. Every field is decided in the parent process."""
+
+    verdict: Verdict
+    reasons: list[str] = Field(default_factory=list)
+    problem_name: str
+    problem_fingerprint: str
+    candidate_hash: str
+    device: str
+    device_info: dict[str, Any] = Field(default_factory=dict)
+    speedup: float | None = None
+    speedup_ci: tuple[float, float] | None = None
+    ref_timing: TimingStats | None = None
+    candidate_timing: TimingStats | None = None
+    trials: list[TrialResult] = Field(default_factory=list)
+    build: dict[str, Any] = Field(default_factory=dict)
+    isolation: dict[str, Any] = Field(default_factory=dict)
+    phase_seconds: dict[str, float] = Field(default_factory=dict)
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is Verdict.ACCEPTED
+
+    @property
+    def ref_ms(self) -> float | None:
+        return self.ref_timing.median_ms if self.ref_timing else None
+
+    @property
+    def candidate_ms(self) -> float | None:
+        return self.candidate_timing.median_ms if self.candidate_timing else None
+
+    def summary(self) -> dict[str, Any]:
+        """The CLI's JSON contract: verdict, reasons, speedup, ref_ms, candidate_ms, and the rest."""
+        data = self.model_dump(mode="json")
+        data["ref_ms"] = self.ref_ms
+        data["candidate_ms"] = self.candidate_ms
+        return data

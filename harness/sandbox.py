@@ -1,0 +1,183 @@
+"""Run the child in isolation: clean environment, resource limits, no network, a wall clock, a tree kill."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+_PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
+                   "NVIDIA_VISIBLE_DEVICES", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "SYSTEMROOT")
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+_TOKEN_VARIABLE = "KERNELWRIGHT_EVAL_TOKEN"
+_POLL_S = 0.05
+_libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+@dataclass
+class Limits:
+    timeout_s: float
+    memory_mb: int
+    address_space_limit: bool  # RLIMIT_AS breaks CUDA (it maps huge virtual ranges); the watchdog still applies
+    cpu_threads: int = 1
+    max_file_mb: int = 4096
+
+
+@dataclass
+class ChildOutcome:
+    returncode: int | None
+    wall_s: float
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    peak_rss_mb: float = 0.0
+    killed_pids: list[int] = field(default_factory=list)
+
+
+def child_environment(scratch: Path, cpu_threads: int, token: str) -> dict[str, str]:
+    """An allow-list of variables, never a secret: the candidate sees only what building and running need."""
+    env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
+    env = {name: value for name, value in env.items() if not _SECRET_NAME.search(name)}
+    interpreter_bin = str(Path(sys.executable).parent)  # ninja lives beside the venv's python
+    env["PATH"] = interpreter_bin + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    tmp = scratch / "tmp"
+    tmp.mkdir(exist_ok=True)
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env.update(HOME=str(scratch), TMPDIR=str(tmp), PYTHONPATH=package_root, PYTHONDONTWRITEBYTECODE="1",
+               MAX_JOBS="1", OMP_NUM_THREADS=str(cpu_threads), MKL_NUM_THREADS=str(cpu_threads),
+               TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONUNBUFFERED="1")
+    env[_TOKEN_VARIABLE] = token
+    return env
+
+
+def _cut_network() -> None:
+    """New network namespace (only loopback, down). Root can do it directly; others via a user namespace."""
+    if _libc is None:
+        return
+    if _libc.unshare(CLONE_NEWNET) != 0:
+        _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)  # fails quietly where user namespaces are disabled
+
+
+def _limit_resources(limits: Limits) -> None:
+    mb = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_mb * mb, limits.max_file_mb * mb))
+    cpu_seconds = int(limits.timeout_s * max(2, limits.cpu_threads + 1)) + 30
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    if limits.address_space_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
+
+
+def _preexec(limits: Limits) -> None:
+    _cut_network()
+    _limit_resources(limits)
+
+
+def _tree(root_pid: int, token: str) -> list[psutil.Process]:
+    """The child, its descendants, and any process that escaped the tree but still carries our token."""
+    found: dict[int, psutil.Process] = {}
+    try:
+        root = psutil.Process(root_pid)
+        found[root.pid] = root
+        for proc in root.children(recursive=True):
+            found[proc.pid] = proc
+    except psutil.Error:
+        pass
+    for proc in psutil.process_iter():
+        if proc.pid in found or proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get(_TOKEN_VARIABLE) == token:
+                found[proc.pid] = proc
+        except psutil.Error:
+            continue
+    return list(found.values())
+
+
+def kill_tree(root_pid: int, token: str) -> list[int]:
+    """SIGKILL every process of the evaluation, compilers included (ninja gives each its own group)."""
+    killed: list[int] = []
+    for _ in range(3):  # a forking process may spawn while we kill: sweep until nothing is left
+        procs = _tree(root_pid, token)
+        if not procs:
+            break
+        for proc in procs:
+            try:
+                proc.kill()
+                killed.append(proc.pid)
+            except psutil.Error:
+                continue
+        psutil.wait_procs(procs, timeout=2)
+    return killed
+
+
+def _tree_rss_mb(root_pid: int) -> float:
+    total = 0
+    try:
+        root = psutil.Process(root_pid)
+        for proc in [root, *root.children(recursive=True)]:
+            try:
+                total += proc.memory_info().rss
+            except psutil.Error:
+                continue
+    except psutil.Error:
+        return 0.0
+    return total / 2**20
+
+
+def run_child(scratch: Path, limits: Limits) -> ChildOutcome:
+    """Start `python -m harness.child SCRATCH` and watch it until it exits, times out or outgrows its memory."""
+    token = uuid.uuid4().hex
+    log = open(scratch / "child.log", "wb")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness.child", str(scratch)], cwd=scratch, stdin=subprocess.DEVNULL,
+        stdout=log, stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, token),
+        start_new_session=True, preexec_fn=lambda: _preexec(limits), close_fds=True)
+    outcome = ChildOutcome(returncode=None, wall_s=0.0)
+    try:
+        _watch(proc, limits, started, outcome)
+    finally:
+        outcome.killed_pids = kill_tree(proc.pid, token)  # also reaps anything left behind by a clean exit
+        if outcome.returncode is None:
+            outcome.returncode = proc.wait()
+        outcome.wall_s = time.monotonic() - started
+        log.close()
+    return outcome
+
+
+def _watch(proc: subprocess.Popen[bytes], limits: Limits, started: float, outcome: ChildOutcome) -> None:
+    while True:
+        code = proc.poll()
+        if code is not None:
+            outcome.returncode = code
+            return
+        if time.monotonic() - started > limits.timeout_s:
+            outcome.timed_out = True
+            return
+        rss = _tree_rss_mb(proc.pid)
+        outcome.peak_rss_mb = max(outcome.peak_rss_mb, rss)
+        if rss > limits.memory_mb:
+            outcome.memory_exceeded = True
+            return
+        time.sleep(_POLL_S)
+
+
+def signal_name(returncode: int | None) -> str:
+    if returncode is None or returncode >= 0:
+        return f"exit code {returncode}"
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"

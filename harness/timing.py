@@ -1,0 +1,80 @@
+"""Timers (used in the child) and timing statistics (computed in the parent)."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from typing import Any, Callable
+
+from harness.records import TimingStats
+
+_perf_counter_ns = time.perf_counter_ns  # bound at import, before candidate code runs
+
+
+class CpuTimer:
+    """Wall time of one call with `perf_counter_ns`; the call returns only when the CPU work is done."""
+
+    def time(self, call: Callable[[], Any]) -> float:
+        start = _perf_counter_ns()
+        call()
+        return (_perf_counter_ns() - start) / 1e6
+
+
+class CudaTimer:
+    """CUDA events around the call, closed only after a full device synchronization.
+
+    `torch.cuda.synchronize()` waits for every stream on the device, so work a candidate hides on a side
+    stream is inside the measured interval. L2 is flushed before each call so no input is served from a cache
+    warmed by the previous call.
+    """
+
+    def __init__(self) -> None:
+        import torch
+
+        self.torch = torch
+        l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
+        self.flush_buffer = torch.empty(max(2 * l2_bytes, 64 * 2**20) // 4, dtype=torch.int32, device="cuda")
+
+    def time(self, call: Callable[[], Any]) -> float:
+        torch = self.torch
+        self.flush_buffer.zero_()
+        torch.cuda.synchronize()
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        start.record()
+        call()
+        torch.cuda.synchronize()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+
+def make_timer(device: str) -> CpuTimer | CudaTimer:
+    return CudaTimer() if device == "cuda" else CpuTimer()
+
+
+def _percentile(sorted_values: list[float], fraction: float) -> float:
+    position = fraction * (len(sorted_values) - 1)
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def summarize(samples: list[float]) -> TimingStats:
+    ordered = sorted(samples)
+    return TimingStats(samples_ms=list(samples), median_ms=statistics.median(ordered),
+                       p25_ms=_percentile(ordered, 0.25), p75_ms=_percentile(ordered, 0.75))
+
+
+def speedup_interval(ref: list[float], candidate: list[float], resamples: int = 1000,
+                     seed: int = 0) -> tuple[float, float]:
+    """95% bootstrap interval of median(ref) / median(candidate), samples resampled in interleaved pairs."""
+    rng = random.Random(seed)
+    pairs = list(zip(ref, candidate))
+    ratios = []
+    for _ in range(resamples):
+        draw = [pairs[rng.randrange(len(pairs))] for _ in pairs]
+        ratios.append(statistics.median(r for r, _ in draw) / max(statistics.median(c for _, c in draw), 1e-12))
+    ratios.sort()
+    return _percentile(ratios, 0.025), _percentile(ratios, 0.975)

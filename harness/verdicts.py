@@ -1,0 +1,68 @@
+"""Turn what happened to the child (exit, timeout, memory, reported status) into a verdict with reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness import job as J
+from harness.policy import EvalPolicy
+from harness.records import Verdict
+from harness.sandbox import ChildOutcome, signal_name
+
+_PHASE_WORDS = {"start": "starting up", "import": "importing/building the candidate",
+                "construct": "constructing ModelNew", "correctness": "running the correctness trials",
+                "timing": "being timed"}
+_STATUS_VERDICTS = {"compile_error": Verdict.COMPILE_ERROR, "runtime_error": Verdict.RUNTIME_ERROR,
+                    "rejected": Verdict.REJECTED}
+
+
+def read_events(scratch: Path) -> list[dict[str, Any]]:
+    events = []
+    try:
+        lines = (scratch / J.EVENTS_FILE).read_text().splitlines()
+    except OSError:
+        return events
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
+
+
+def _last_phase(events: list[dict[str, Any]]) -> str:
+    phases = [e.get("phase") for e in events if e.get("phase") in _PHASE_WORDS]
+    return _PHASE_WORDS.get(phases[-1], "starting up") if phases else "starting up"
+
+
+def log_tail(scratch: Path, chars: int = 3000) -> str:
+    try:
+        return (scratch / J.LOG_FILE).read_text(errors="replace")[-chars:].strip()
+    except OSError:
+        return ""
+
+
+def child_failure(outcome: ChildOutcome, result: dict[str, Any] | None, events: list[dict[str, Any]],
+                  scratch: Path, policy: EvalPolicy) -> tuple[Verdict, list[str]] | None:
+    """The verdict when the child did not finish cleanly or reported a failure; None when it did finish."""
+    where = _last_phase(events)
+    if outcome.timed_out:
+        return Verdict.TIMEOUT, [f"timed out after {policy.timeout_s:g} s while {where}; the whole process tree "
+                                 "was killed"]
+    if outcome.memory_exceeded:
+        return Verdict.CRASH, [f"exceeded the memory limit of {policy.memory_limit_mb} MB while {where} "
+                               f"(peak {outcome.peak_rss_mb:.0f} MB); the process tree was killed"]
+    if result is None:
+        tail = log_tail(scratch)
+        reason = f"the candidate's process died ({signal_name(outcome.returncode)}) while {where}"
+        return Verdict.CRASH, [reason] + ([f"last output:\n{tail}"] if tail else [])
+    status = result.get("status")
+    if status in _STATUS_VERDICTS:
+        return _STATUS_VERDICTS[status], [str(result.get("message", "")).strip()]
+    if status == "no_cuda_build":
+        return Verdict.REJECTED, ["compile-only CUDA device: the candidate built no CUDA sources"]
+    if status not in ("ok", "compiled"):
+        return Verdict.CRASH, [f"the candidate's process reported an unknown status {status!r}"]
+    return None
