@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml Makefile
 	touch $(STAMP)
 
 demo: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright eval relu kernelbench/bundled/candidates/cpu/1_ReLU.py --device cpu
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright eval relu kernelbench/bundled/candidates/cpu/level1/1_ReLU.py --device cpu
 
 test: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)

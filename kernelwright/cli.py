@@ -1,0 +1,115 @@
+"""The typer CLI. It parses, calls a service function, and renders; it decides nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from harness import EvalPolicy
+from harness.device import DEVICES, DeviceError
+from kernelbench.bundled import PROBLEMS_ROOT
+from kernelbench.problem import ProblemError, load_problems
+from kernelwright import render
+from kernelwright.eval_service import UsageError, run_eval
+from kernelwright.problem_service import shrink_report
+from store.db import StoreError
+
+app = typer.Typer(no_args_is_help=True, add_completion=False,
+                  help="LLM-written kernels, verified by a harness that treats every candidate as hostile.")
+problems_app = typer.Typer(no_args_is_help=True, help="List and inspect KernelBench-format problems.")
+app.add_typer(problems_app, name="problems")
+stderr = Console(stderr=True)
+
+EXIT_NOT_ACCEPTED = 1
+EXIT_USAGE = 2
+
+
+def _fail(message: str) -> typer.Exit:
+    stderr.print(f"[bold red]error:[/] {message}")
+    return typer.Exit(EXIT_USAGE)
+
+
+def _device_option(value: str) -> str:
+    if value not in DEVICES:
+        raise typer.BadParameter(f"choose one of {', '.join(DEVICES)}")
+    return value
+
+
+@app.command("eval")
+def eval_command(
+    problem: str = typer.Argument(..., help="Problem file (KernelBench format) or bundled problem name."),
+    candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
+    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL (default: $KERNELWRIGHT_DB or "
+                                                       "runs/kernelwright.db)."),
+    trials: int = typer.Option(3, min=1, help="Correctness trials with fresh seeds."),
+    timeout: float = typer.Option(300.0, min=1.0, help="Seconds for build, checks and timing together."),
+    threads: int = typer.Option(1, min=1, help="CPU threads for reference and candidate (CPU device)."),
+    shrink: bool = typer.Option(False, help="Rescale the problem's sizes to the CPU budget first."),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not record the result."),
+) -> None:
+    """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
+    policy = EvalPolicy(trials=trials, timeout_s=timeout, cpu_threads=threads)
+    try:
+        with stderr.status("evaluating") as status:
+            outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
+                               progress=lambda message: status.update(message))
+    except (UsageError, ProblemError, DeviceError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    if outcome.shrink and outcome.shrink.changes:
+        changes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in outcome.shrink.changes.items())
+        stderr.print(f"size reduction: {changes}")
+    if json_output:
+        data = outcome.evaluation.summary()
+        data["evaluation_id"] = outcome.evaluation_id
+        data["problem"] = outcome.problem.key
+        typer.echo(json.dumps(data))
+    else:
+        render.print_table(render.evaluation_table(outcome.problem, outcome.evaluation))
+    if not outcome.evaluation.accepted:
+        raise typer.Exit(EXIT_NOT_ACCEPTED)
+
+
+@problems_app.command("list")
+def problems_list(
+    path: Optional[Path] = typer.Argument(None, help="Problem file or folder (default: the bundled set)."),
+    level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """List problems with their level, id and content fingerprint."""
+    try:
+        levels = {int(x) for x in level.split(",")} if level else None
+    except ValueError:
+        raise _fail(f"--level {level!r}: expected numbers such as 1,2") from None
+    try:
+        problems = load_problems(path or PROBLEMS_ROOT, levels)
+    except ProblemError as exc:
+        raise _fail(str(exc)) from None
+    if json_output:
+        typer.echo(json.dumps([{"key": p.key, "name": p.name, "level": p.level, "id": p.problem_id,
+                                "path": p.path, "fingerprint": p.fingerprint} for p in problems]))
+    else:
+        render.print_table(render.problems_table(problems))
+
+
+@problems_app.command("shrink")
+def problems_shrink(
+    path: Path = typer.Argument(..., help="Problem file or folder."),
+    level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
+    try:
+        levels = {int(x) for x in level.split(",")} if level else None
+        rows = shrink_report(load_problems(path, levels), progress=lambda m: stderr.print(m, end="\r"))
+    except (ProblemError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if json_output:
+        typer.echo(json.dumps(rows))
+    else:
+        render.print_table(render.shrink_table(rows))

@@ -1,0 +1,68 @@
+"""Human-readable output: rich tables on stdout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from harness import Evaluation
+from kernelbench.problem import Problem
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f} ms"
+
+
+def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
+    colour = "green" if evaluation.accepted else "red"
+    table = Table(title=f"{problem.key} on {evaluation.device}", show_header=False)
+    table.add_row("verdict", f"[bold {colour}]{evaluation.verdict.value}[/]")
+    if evaluation.speedup is not None:
+        low, high = evaluation.speedup_ci or (evaluation.speedup, evaluation.speedup)
+        table.add_row("speedup", f"{evaluation.speedup:.3f}x  (95% CI {low:.3f}-{high:.3f})")
+    table.add_row("reference", _ms(evaluation.ref_ms))
+    table.add_row("candidate", _ms(evaluation.candidate_ms))
+    if evaluation.trials:
+        passed = sum(t.passed for t in evaluation.trials)
+        worst = max((t.max_abs_error or 0.0) for t in evaluation.trials)
+        table.add_row("correctness", f"{passed}/{len(evaluation.trials)} trials passed, max abs error {worst:.2e}")
+    builds = evaluation.build.get("builds", [])
+    if builds:
+        table.add_row("builds", ", ".join(f"{'cached' if b.get('cache_hit') else 'built'} in "
+                                          f"{b.get('seconds', 0):.1f} s" for b in builds))
+    for build in builds:
+        for kernel in build.get("resources", []):
+            table.add_row("kernel", f"{kernel['kernel']}: {kernel.get('registers')} registers, "
+                                    f"{kernel.get('shared_bytes', 0)} B smem, "
+                                    f"{kernel.get('spill_store_bytes', 0)} B spilled")
+    table.add_row("network", str(evaluation.isolation.get("network", "-")))
+    table.add_row("time", f"{evaluation.phase_seconds.get('total', 0):.1f} s")
+    for reason in evaluation.reasons:
+        table.add_row("reason", reason if len(reason) < 4000 else reason[:4000] + " ...")
+    return table
+
+
+def problems_table(problems: list[Problem]) -> Table:
+    table = Table(title=f"{len(problems)} problems")
+    for column in ("key", "level", "id", "name", "fingerprint"):
+        table.add_column(column)
+    for p in problems:
+        table.add_row(p.key, str(p.level or "-"), str(p.problem_id if p.problem_id is not None else "-"), p.name,
+                      p.fingerprint[:12])
+    return table
+
+
+def shrink_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="size reduction")
+    for column in ("problem", "status", "before", "after", "changes"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(row["problem"], row["status"], row.get("before", "-"), row.get("after", "-"),
+                      row.get("changes") or row.get("reason", ""))
+    return table
+
+
+def print_table(table: Table) -> None:
+    Console(width=max(Console().width, 120)).print(table)

@@ -1,0 +1,70 @@
+"""Engines and sessions. SQLite runs in WAL mode and every transaction takes the write lock up front
+(`BEGIN IMMEDIATE`), so concurrent writers queue instead of failing halfway with `database is locked`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.models import Base
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+class StoreError(ValueError):
+    """The database URL or file cannot be used; the message says what to do."""
+
+
+def default_url() -> str:
+    """`--db` beats `KERNELWRIGHT_DB`, which beats `runs/kernelwright.db` (under `KERNELWRIGHT_HOME`)."""
+    if os.environ.get("KERNELWRIGHT_DB"):
+        return os.environ["KERNELWRIGHT_DB"]
+    home = Path(os.environ.get("KERNELWRIGHT_HOME", "runs"))
+    return f"sqlite:///{home / 'kernelwright.db'}"
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # let SQLAlchemy's begin event issue BEGIN itself
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        connection.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def open_store(url: str | None = None) -> sessionmaker[Session]:
+    """Create tables if needed and return a session factory for `url` (default: `default_url()`)."""
+    url = url or default_url()
+    try:
+        parsed = make_url(url)
+    except ArgumentError as exc:
+        raise StoreError(f"{url!r} is not a database URL (e.g. sqlite:///runs/kernelwright.db or "
+                         "postgresql://user@host/db)") from exc
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        try:
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder for {parsed.database}: {exc}") from exc
+    try:
+        engine = create_engine(url)
+    except Exception as exc:  # unknown dialect or missing driver
+        raise StoreError(f"cannot open database {url!r}: {exc}") from exc
+    if parsed.get_backend_name() == "sqlite":
+        _configure_sqlite(engine)
+    try:
+        Base.metadata.create_all(engine)
+    except Exception as exc:
+        raise StoreError(f"cannot open database {url!r}: {exc}") from exc
+    return sessionmaker(engine, expire_on_commit=False)

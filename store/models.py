@@ -1,0 +1,94 @@
+"""Tables: problems, runs, candidates, evaluations."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class ProblemRow(Base):
+    """One revision of one problem: a changed source is a new row (new fingerprint)."""
+
+    __tablename__ = "problems"
+    __table_args__ = (UniqueConstraint("fingerprint", name="uq_problem_fingerprint"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    suite: Mapped[str] = mapped_column(String(200), default="local")
+    name: Mapped[str] = mapped_column(String(300), index=True)
+    level: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    problem_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    source: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+
+
+class RunRow(Base):
+    """An `optimize`, `sweep` or `eval` invocation with its full configuration."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    config: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(32), default="running")
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+    finished_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+
+class CandidateRow(Base):
+    """One kernel source for one problem, with where it came from."""
+
+    __tablename__ = "candidates"
+    __table_args__ = (Index("ix_candidate_problem_hash", "problem_ref", "source_hash"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_ref: Mapped[int] = mapped_column(ForeignKey("problems.id"))
+    run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"), nullable=True, index=True)
+    round: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("candidates.id"), nullable=True)
+    source: Mapped[str] = mapped_column(Text)
+    source_hash: Mapped[str] = mapped_column(String(64))
+    origin: Mapped[str | None] = mapped_column(Text, nullable=True)  # a file path, or "llm"
+    llm_usage: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+
+    problem: Mapped[ProblemRow] = relationship()
+    evaluations: Mapped[list["EvaluationRow"]] = relationship(back_populates="candidate")
+
+
+class EvaluationRow(Base):
+    """One judgement of one candidate on one device: verdict, reasons, raw samples, the full record."""
+
+    __tablename__ = "evaluations"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    candidate_id: Mapped[int] = mapped_column(ForeignKey("candidates.id"), index=True)
+    device: Mapped[str] = mapped_column(String(32))
+    device_info: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    verdict: Mapped[str] = mapped_column(String(32), index=True)
+    reasons: Mapped[list[str]] = mapped_column(JSON, default=list)
+    speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
+    speedup_low: Mapped[float | None] = mapped_column(Float, nullable=True)
+    speedup_high: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ref_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    candidate_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    ref_samples_ms: Mapped[list[float]] = mapped_column(JSON, default=list)
+    candidate_samples_ms: Mapped[list[float]] = mapped_column(JSON, default=list)
+    record: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the whole harness.Evaluation
+    created_at: Mapped[datetime] = mapped_column(default=_now)
+
+    candidate: Mapped[CandidateRow] = relationship(back_populates="evaluations")
