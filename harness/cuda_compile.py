@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sysconfig
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -67,10 +68,12 @@ class CompileOnlyBuilder(CachedBuilder):
         source.write_text("\n".join(header + sources))
         flags = [f for f in (arguments.get("extra_cuda_cflags") or []) if not f.startswith("--compile-only-")]
         command = nvcc_command(source, work / "cuda.o", self.arch, flags, arguments.get("extra_include_paths") or [])
+        started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, cwd=work)
         log = done.stdout + done.stderr
         (work / LOG_NAME).write_text(log)
-        record.update(cache_hit=False, log=log[-20000:], resources=parse_ptxas_report(log))
+        record.update(cache_hit=False, log=log[-20000:], resources=parse_ptxas_report(log),
+                      seconds=time.perf_counter() - started)
         if done.returncode != 0:
             shutil.rmtree(work, ignore_errors=True)
             if _missing_library_header(log):

@@ -18,7 +18,7 @@ from typing import Any
 
 from kernelbench.problem import Problem, ProblemError
 
-_FIXED_NAME = re.compile(r"kernel|stride|pad|dilation|group|axis|eps|^dim$|_dim$|^k$|head", re.IGNORECASE)
+_FIXED_NAME = re.compile(r"kernel|stride|pad|dilation|group|axis|eps|^k$|head", re.IGNORECASE)
 _MIN_SCALABLE = 8
 _counter = itertools.count()
 

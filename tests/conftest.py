@@ -1,0 +1,57 @@
+"""Shared fixtures: an isolated kernelwright home per test session, a shared build cache, device markers."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLED = REPO / "kernelbench" / "bundled"
+CPU_CANDIDATES = BUNDLED / "candidates" / "cpu"
+CUDA_CANDIDATES = BUNDLED / "candidates" / "cuda"
+RELU_CANDIDATE = CPU_CANDIDATES / "level1" / "1_ReLU.py"
+
+
+def _has_gpu() -> bool:
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    no_gpu = pytest.mark.skip(reason="needs a CUDA GPU")
+    no_nvcc = pytest.mark.skip(reason="needs nvcc on PATH")
+    gpu, nvcc = _has_gpu(), shutil.which("nvcc") is not None
+    for item in items:
+        if "gpu" in item.keywords and not gpu:
+            item.add_marker(no_gpu)
+        if "nvcc" in item.keywords and not nvcc:
+            item.add_marker(no_nvcc)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def kernelwright_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Databases and scratch folders go to a temporary home; builds are shared with `make demo` so that an
+    extension compiled once (about 40 s here) is reused by every test that needs the same kernel."""
+    home = tmp_path_factory.mktemp("kw-home")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("KERNELWRIGHT_HOME", str(home))
+    patch.setenv("KERNELWRIGHT_BUILD_CACHE", str(REPO / "runs" / "builds"))
+    patch.delenv("KERNELWRIGHT_DB", raising=False)
+    yield home
+    patch.undo()
+
+
+def relu_variant(forward_body: str, prelude: str = "") -> str:
+    """A candidate built from the bundled ReLU kernel (same C++ source, so its build is cached) whose
+    Python `forward` body is replaced: one compile serves many verdict tests."""
+    source = RELU_CANDIDATE.read_text()
+    head, _, _ = source.partition("class ModelNew")
+    body = "\n".join("        " + line for line in forward_body.strip().splitlines())
+    return (head + prelude + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+            "    def forward(self, x):\n" + body + "\n")

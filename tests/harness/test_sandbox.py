@@ -1,0 +1,43 @@
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from harness.sandbox import Limits, child_environment, kill_tree, run_child
+
+
+def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
+    monkeypatch.setenv("SOME_RANDOM_SETTING", "x")
+    env = child_environment(tmp_path, cpu_threads=1, token="t")
+    assert "OPENAI_API_KEY" not in env and "GITHUB_TOKEN" not in env and "SOME_RANDOM_SETTING" not in env
+    assert not any("secret" in value for value in env.values())
+    assert env["HOME"] == str(tmp_path) and env["MAX_JOBS"] == "1"
+    assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)  # ninja is found
+
+
+def test_kill_tree_reaches_grandchildren_and_escaped_processes(tmp_path: Path) -> None:
+    token = "kw-test-token"
+    env = dict(os.environ, KERNELWRIGHT_EVAL_TOKEN=token)
+    # the shell starts a grandchild and a double-forked (reparented to init) sleeper, then waits
+    root = subprocess.Popen(["sh", "-c", "sleep 300 & (setsid sleep 301 &) ; wait"], env=env,
+                            start_new_session=True)
+    time.sleep(0.5)
+    sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and p.info["cmdline"][:1] == ["sleep"]
+                and p.info["cmdline"][1] in ("300", "301")]
+    assert len(sleepers) == 2
+    killed = kill_tree(root.pid, token)
+    assert {p.pid for p in sleepers} <= set(killed)
+    root.wait(timeout=5)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in sleepers)
+
+
+def test_a_child_that_dies_is_an_outcome_not_an_exception(tmp_path: Path) -> None:
+    (tmp_path / "job.json").write_text("{")  # the child fails parsing its job and exits non-zero
+    outcome = run_child(tmp_path, Limits(timeout_s=60, memory_mb=4096, address_space_limit=True))
+    assert outcome.returncode not in (0, None) and not outcome.timed_out
+    assert "Error" in (tmp_path / "child.log").read_text()

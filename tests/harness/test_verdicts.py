@@ -1,0 +1,119 @@
+"""Every verdict on the CPU device, with real compiled kernels. Most candidates reuse the bundled ReLU
+kernel's C++ source (so one cached build serves them all) and misbehave in Python around it."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import psutil
+import pytest
+
+from harness import EvalPolicy, Verdict, evaluate
+from kernelbench.bundled import find_bundled
+from tests.conftest import RELU_CANDIDATE, relu_variant
+
+pytestmark = pytest.mark.slow
+RELU = find_bundled("relu")
+FAST = EvalPolicy(timing_budget_s=0.2)
+
+
+def _evaluate(source: str, problem=RELU, **policy: object):
+    return evaluate(problem, source, "cpu", FAST.model_copy(update=policy))
+
+
+def test_honest_kernel_is_accepted_with_a_speedup_and_its_uncertainty() -> None:
+    evaluation = _evaluate(RELU_CANDIDATE.read_text())
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+    assert len(evaluation.trials) == 3 and all(t.passed for t in evaluation.trials)
+    assert len({t.seed for t in evaluation.trials}) == 3  # fresh seed per trial
+    low, high = evaluation.speedup_ci
+    assert low <= evaluation.speedup <= high
+    assert len(evaluation.ref_timing.samples_ms) == len(evaluation.candidate_timing.samples_ms) >= 10
+    assert evaluation.device_info["threads"] == 1 and evaluation.device_info["torch"]
+
+
+def test_wrong_kernel_is_incorrect_with_where_it_differs() -> None:
+    evaluation = _evaluate(RELU_CANDIDATE.read_text(), problem=find_bundled("gelu"))
+    assert evaluation.verdict is Verdict.INCORRECT
+    assert "outside atol=rtol=0.0001" in evaluation.reasons[0] and "expected" in evaluation.reasons[0]
+    assert evaluation.speedup is None  # an incorrect kernel is never timed into a speedup
+
+
+def test_exception_from_the_kernel_is_a_runtime_error() -> None:
+    evaluation = _evaluate(relu_variant("return relu_ext.relu_forward(x.double())"))
+    assert evaluation.verdict is Verdict.RUNTIME_ERROR
+    assert "expects a float CPU tensor" in evaluation.reasons[0]
+
+
+def test_wrong_forward_signature_is_a_runtime_error() -> None:
+    source = relu_variant("return relu_ext.relu_forward(x)").replace("def forward(self, x):",
+                                                                       "def forward(self, x, y):")
+    evaluation = _evaluate(source)
+    assert evaluation.verdict is Verdict.RUNTIME_ERROR and "forward() missing" in evaluation.reasons[0]
+
+
+def test_infinite_loop_is_a_timeout_and_the_tree_is_killed() -> None:
+    evaluation = _evaluate(relu_variant("while True:\n    pass"), timeout_s=15)
+    assert evaluation.verdict is Verdict.TIMEOUT
+    assert "correctness trials" in evaluation.reasons[0]
+    assert evaluation.phase_seconds["child"] < 25
+
+
+def test_segfault_is_a_crash_naming_the_signal() -> None:
+    evaluation = _evaluate(relu_variant("import ctypes\nctypes.string_at(0)\nreturn x"))
+    assert evaluation.verdict is Verdict.CRASH
+    assert "SIGSEGV" in evaluation.reasons[0]
+
+
+def test_memory_bomb_is_stopped() -> None:
+    bomb = "hoard = []\nwhile True:\n    hoard.append(torch.ones(2 ** 26))\nreturn x"
+    evaluation = _evaluate(relu_variant(bomb), memory_limit_mb=3000)
+    assert evaluation.verdict in (Verdict.CRASH, Verdict.RUNTIME_ERROR)
+    assert "memory" in evaluation.reasons[0].lower()
+
+
+def test_candidate_cannot_see_secrets_of_the_parent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-must-not-leak")
+    monkeypatch.setenv("HF_TOKEN", "hf-must-not-leak")
+    spy = ("import os\nleaked = [k for k, v in os.environ.items() if 'must-not-leak' in v]\n"
+           "return x if leaked else relu_ext.relu_forward(x)")  # a leak would show up as a wrong answer
+    evaluation = _evaluate(relu_variant(spy))
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+
+
+def test_candidate_has_no_network() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[object] = []
+    threading.Thread(target=lambda: accepted.append(server.accept()), daemon=True).start()
+    probe = (f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=2)\n"
+             "    return x\nexcept OSError:\n    return relu_ext.relu_forward(x)")
+    evaluation = _evaluate(relu_variant(probe))
+    server.close()
+    if not evaluation.isolation["network"].startswith("isolated"):
+        pytest.skip(f"network namespaces unavailable here: {evaluation.isolation['network']}")
+    assert evaluation.verdict is Verdict.ACCEPTED and not accepted
+
+
+def test_candidate_without_model_new_or_without_kernel_is_rejected_before_running() -> None:
+    no_class = _evaluate("import torch\n")
+    assert no_class.verdict is Verdict.REJECTED and "ModelNew" in no_class.reasons[0]
+    plain = _evaluate("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n"
+                      "        return torch.relu(x)\n")
+    assert plain.verdict is Verdict.REJECTED and "no custom kernel" in plain.reasons[0]
+    assert "child" not in plain.phase_seconds  # nothing was spawned
+
+
+def test_python_syntax_error_is_a_compile_error() -> None:
+    evaluation = _evaluate("class ModelNew(\n")
+    assert evaluation.verdict is Verdict.COMPILE_ERROR and "syntax error" in evaluation.reasons[0]
+
+
+def test_cpp_error_is_a_compile_error_with_the_compiler_log() -> None:
+    broken = RELU_CANDIDATE.read_text().replace("auto out = torch::empty_like(input);",
+                                                "auto out = torch::empty_like(undeclared_tensor);")
+    evaluation = _evaluate(broken)
+    assert evaluation.verdict is Verdict.COMPILE_ERROR
+    assert "undeclared_tensor" in evaluation.reasons[0] and "error" in evaluation.reasons[0]
+    assert not any(p.name() == "cc1plus" for p in psutil.process_iter())

@@ -1,0 +1,109 @@
+import pytest
+from harness.reference import run_reference
+from kernelbench import ProblemError
+from kernelbench.problem import problem_from_source
+from kernelbench.shrink import Budget, measure, rewrite_constants, shrink_problem, size_constants
+
+# The shape of KernelBench level 1's biggest elementwise problems: 4096 x 393216 floats = 6 GiB per tensor.
+HUGE_ELEMENTWISE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []
+"""
+
+# Group norm: channels must stay divisible by groups, and a reshape ties two sizes together.
+GROUPED = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, num_features, num_groups):
+        super().__init__()
+        self.gn = nn.GroupNorm(num_groups=num_groups, num_channels=num_features)
+
+    def forward(self, x):
+        return self.gn(x).view(x.shape[0], -1, 4096)
+
+batch_size = 256
+features = 96
+num_groups = 12
+height, width = 512, 512
+
+def get_inputs():
+    return [torch.randn(batch_size, features, height, width)]
+
+def get_init_inputs():
+    return [features, num_groups]
+"""
+
+HARD_CODED = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+def get_inputs():
+    return [torch.randn(65536, 65536)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_measure_uses_meta_device_without_allocating() -> None:
+    footprint = measure(HUGE_ELEMENTWISE)
+    assert footprint.bytes == 2 * 4096 * 393216 * 4  # input and output, never allocated
+
+
+def test_huge_problem_shrinks_into_budget_and_still_runs() -> None:
+    problem = problem_from_source(HUGE_ELEMENTWISE, "ReLU", level=1, problem_id=19)
+    result = shrink_problem(problem, Budget(max_bytes=8 * 2**20))
+    assert result.after.bytes <= 8 * 2**20 < result.before.bytes
+    assert set(result.changes) <= {"batch_size", "dim"} and result.changes
+    assert result.problem.fingerprint != problem.fingerprint
+    assert "x = torch.randn(batch_size, dim)" in result.problem.source  # the rest is kept byte for byte
+    run = run_reference(result.problem, "cpu", init_seed=0, trial_seeds=[1])
+    assert run.outputs[0].numel() * 4 * 2 <= 8 * 2**20
+
+
+def test_shrink_keeps_shapes_consistent() -> None:
+    problem = problem_from_source(GROUPED, "GroupNorm")
+    result = shrink_problem(problem, Budget(max_bytes=32 * 2**20))
+    values = {c.name: c.value for c in size_constants(result.problem.source)}
+    assert result.changes and values["features"] % values["num_groups"] == 0
+    run = run_reference(result.problem, "cpu", init_seed=0, trial_seeds=[3])
+    assert run.outputs[0].shape[-1] == 4096  # the hard-coded view still works
+    assert result.after.fits(Budget(max_bytes=32 * 2**20))
+
+
+def test_problem_without_size_constants_cannot_shrink() -> None:
+    problem = problem_from_source(HARD_CODED, "HardCoded")
+    with pytest.raises(ProblemError, match="cannot shrink"):
+        shrink_problem(problem)
+
+
+def test_problem_that_fits_is_unchanged() -> None:
+    small = HUGE_ELEMENTWISE.replace("4096", "4").replace("393216", "16")
+    problem = problem_from_source(small, "Small")
+    result = shrink_problem(problem)
+    assert result.problem is problem and not result.changes
+
+
+def test_rewrite_handles_tuple_assignments() -> None:
+    source = "a, b = 10, 20\nc = 30\n"
+    assert rewrite_constants(source, {"b": 5, "c": 7}) == "a, b = 10, 5\nc = 7\n"

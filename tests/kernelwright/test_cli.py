@@ -1,0 +1,103 @@
+"""The installed `kernelwright` command, run as a user would (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from store import EvaluationRow, open_store
+from tests.conftest import RELU_CANDIDATE
+
+KERNELWRIGHT = str(Path(sys.executable).parent / "kernelwright")
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KERNELWRIGHT, *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+@pytest.mark.slow
+def test_eval_json_contract_and_exit_codes(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    accepted = _run("eval", "relu", str(RELU_CANDIDATE), "--device", "cpu", "--json", "--db", db)
+    assert accepted.returncode == 0, accepted.stderr
+    data = json.loads(accepted.stdout)
+    assert data["verdict"] == "accepted" and data["reasons"] == []
+    assert data["speedup"] > 0 and data["ref_ms"] > 0 and data["candidate_ms"] > 0
+    not_accepted = _run("eval", "gelu", str(RELU_CANDIDATE), "--device", "cpu", "--json", "--db", db)
+    assert not_accepted.returncode == 1
+    data = json.loads(not_accepted.stdout)
+    assert data["verdict"] == "incorrect" and data["speedup"] is None and data["ref_ms"] is None
+    with open_store(db)() as session:
+        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 2
+
+
+@pytest.mark.slow
+def test_eval_table_and_db_from_environment(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'env.db'}"
+    result = _run("eval", "relu", str(RELU_CANDIDATE), "--device", "cpu", env={"KERNELWRIGHT_DB": db})
+    assert result.returncode == 0 and "accepted" in result.stdout and "speedup" in result.stdout
+    with open_store(db)() as session:
+        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 1
+
+
+def test_candidate_without_model_new_is_a_verdict_not_a_traceback(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.py"
+    empty.write_text("import torch\n")
+    result = _run("eval", "relu", str(empty), "--device", "cpu", "--json", "--no-store")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert json.loads(result.stdout)["verdict"] == "rejected"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("eval", "relu", "missing.py"), "no such candidate file"),
+    (("eval", "no_such_problem", str(RELU_CANDIDATE)), "neither a problem file nor a bundled problem"),
+    (("eval", "relu", str(RELU_CANDIDATE), "--device", "tpu"), "choose one of"),
+    (("eval", "relu", str(RELU_CANDIDATE), "--db", "not a url"), "not a database URL"),
+    (("problems", "list", "/no/such/folder"), "no such file or folder"),
+])
+def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], message: str) -> None:
+    result = _run(*args)
+    assert result.returncode == 2
+    assert message in " ".join(result.stderr.split()) and "Traceback" not in result.stderr
+
+
+def test_problems_list_json_lists_the_bundled_set() -> None:
+    result = _run("problems", "list", "--json")
+    keys = [p["key"] for p in json.loads(result.stdout)]
+    assert result.returncode == 0 and "level1/1_ReLU" in keys and "level3/1_MLP" in keys
+
+
+def test_problems_shrink_reports_fit_and_reductions(tmp_path: Path) -> None:
+    big = tmp_path / "level1" / "19_ReLU.py"
+    big.parent.mkdir()
+    big.write_text(RELU_PROBLEM_HUGE)
+    result = _run("problems", "shrink", str(tmp_path), "--json")
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)
+    assert row["status"] == "shrunk" and "dim 393216->" in row["changes"]
+
+
+RELU_PROBLEM_HUGE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+def get_init_inputs():
+    return []
+"""
