@@ -91,6 +91,8 @@ class _StdoutToFile:
 class CachedBuilder:
     """Wraps torch's `load_inline` and `load` with the content-addressed cache."""
 
+    mode = "native"  # part of every key: a compile-only object file is never mistaken for a loadable build
+
     def __init__(self, cache_root: Path, recorder: BuildRecorder, extra_cuda_cflags: list[str] | None = None):
         import torch
         import torch.utils.cpp_extension as cpp
@@ -128,7 +130,7 @@ class CachedBuilder:
         if arguments.get("cuda_sources") or arguments.get("with_cuda"):
             arguments["extra_cuda_cflags"] = list(arguments.get("extra_cuda_cflags") or []) + self.extra_cuda_cflags
             keyed["extra_cuda_cflags"] = arguments["extra_cuda_cflags"]
-        key = build_key(kind, keyed, self.torch_version)
+        key = build_key(f"{self.mode}:{kind}", keyed, self.torch_version)
         name = f"kw_{key[:24]}"
         final = self.cache_root / key
         record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "folder": str(final)}

@@ -47,8 +47,9 @@ class CompileOnlyBuilder(CachedBuilder):
     """Same cache and keys as real builds; the 'binary' is nvcc's object file and its resource report."""
 
     def __init__(self, cache_root: Path, recorder: Any, arch: str) -> None:
-        super().__init__(cache_root, recorder, extra_cuda_cflags=[f"--compile-only-{arch}"])
+        super().__init__(cache_root, recorder)
         self.arch = arch
+        self.mode = f"nvcc-compile-only-{arch}"
 
     def _load_finished(self, name: str, final: Path, arguments: dict[str, Any]) -> Any:
         self.recorder.builds[-1]["resources"] = parse_ptxas_report((final / LOG_NAME).read_text(errors="replace"))
@@ -66,7 +67,7 @@ class CompileOnlyBuilder(CachedBuilder):
         header = [] if arguments.get("no_implicit_headers") else _IMPLICIT_HEADERS
         source = work / "cuda.cu"
         source.write_text("\n".join(header + sources))
-        flags = [f for f in (arguments.get("extra_cuda_cflags") or []) if not f.startswith("--compile-only-")]
+        flags = list(arguments.get("extra_cuda_cflags") or [])
         command = nvcc_command(source, work / "cuda.o", self.arch, flags, arguments.get("extra_include_paths") or [])
         started = time.perf_counter()
         done = subprocess.run(command, capture_output=True, text=True, cwd=work)

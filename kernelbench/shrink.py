@@ -50,37 +50,71 @@ class ShrinkResult:
 
 @dataclass
 class _Constant:
-    name: str
-    node: ast.Constant
+    name: str  # `dim`, or `layer_sizes[1]` for an element of a module-level list or tuple
+    node: ast.expr
     value: int
 
 
+_INT_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+                  ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b, ast.LShift: lambda a, b: a << b}
+
+
+def _int_value(node: ast.expr) -> int | None:
+    """The value of an integer literal or of arithmetic on literals (`2048 * 2`); None for anything else."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        inner = _int_value(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, ast.BinOp) and type(node.op) in _INT_OPERATORS:
+        left, right = _int_value(node.left), _int_value(node.right)
+        if left is None or right is None or (isinstance(node.op, ast.Pow) and abs(right) > 64):
+            return None
+        try:
+            return _INT_OPERATORS[type(node.op)](left, right)
+        except ZeroDivisionError:
+            return None
+    return None
+
+
+def _slots(name: str, value: ast.expr) -> list[tuple[str, ast.expr]]:
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return [(f"{name}[{i}]", element) for i, element in enumerate(value.elts)]
+    return [(name, value)]
+
+
 def size_constants(source: str) -> list[_Constant]:
-    """Module-level `NAME = <int>` (and `a, b = 1, 2`) assignments."""
+    """Module-level integer sizes: `n = 4096`, `m = 128 * 4`, `h, w = 32, 32`, and elements of
+    `shape = (8192 * 2,)` or `layer_sizes = [400, 800]` (named `shape[0]`, `layer_sizes[1]`)."""
     found: list[_Constant] = []
     for statement in ast.parse(source).body:
         if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
             continue
         target, value = statement.targets[0], statement.value
-        pairs = [(target, value)]
         if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
-            pairs = list(zip(target.elts, value.elts))
-        for name, literal in pairs:
-            if (isinstance(name, ast.Name) and isinstance(literal, ast.Constant)
-                    and type(literal.value) is int):
-                found.append(_Constant(name.id, literal, literal.value))
+            pairs = [(t.id, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name)]
+        elif isinstance(target, ast.Name):
+            pairs = [(target.id, value)]
+        else:
+            continue
+        for name, expression in pairs:
+            for slot, node in _slots(name, expression):
+                number = _int_value(node)
+                if number is not None and node.lineno == node.end_lineno:
+                    found.append(_Constant(slot, node, number))
     return found
 
 
 def _scalable(constant: _Constant) -> bool:
-    return constant.value >= _MIN_SCALABLE and not _FIXED_NAME.search(constant.name)
+    return constant.value >= _MIN_SCALABLE and not _FIXED_NAME.search(constant.name.split("[")[0])
 
 
 def rewrite_constants(source: str, values: dict[str, int]) -> str:
-    """Replace the literals of the named constants, keeping the rest of the file byte for byte."""
+    """Replace the named constants' expressions by new literals, keeping the rest of the file byte for byte."""
     lines = source.splitlines(keepends=True)
     edits = sorted(((c.node.lineno, c.node.col_offset, c.node.end_col_offset, values[c.name])
-                    for c in size_constants(source) if c.name in values), reverse=True)
+                    for c in size_constants(source) if c.name in values and values[c.name] != c.value),
+                   reverse=True)
     for lineno, start, end, value in edits:
         line = lines[lineno - 1]
         lines[lineno - 1] = line[:start] + str(value) + line[end:]
@@ -130,16 +164,21 @@ def shrink_problem(problem: Problem, budget: Budget = Budget()) -> ShrinkResult:
         if not candidates:
             raise ProblemError(_cannot_shrink(problem, current, budget, values))
         name = candidates[0]
-        proposal = dict(values, **{name: max(1, values[name] // 2)})
-        trial_source = rewrite_constants(problem.source, proposal)
-        try:
-            footprint = measure(trial_source)
-        except ProblemError:
+        # sizes that are tied together (`batch_size` and `input_shape[0]` broadcast against each other) must
+        # move as one: first the constant alone, then every scalable constant with the same value
+        twins = [n for n in scalable if values[n] == values[name]]
+        for group in ([name], twins) if len(twins) > 1 else ([name],):
+            proposal = dict(values, **{n: max(1, values[n] // 2) for n in group})
+            trial_source = rewrite_constants(problem.source, proposal)
+            try:
+                current = measure(trial_source)
+            except ProblemError:
+                continue
+            values, source = proposal, trial_source
+            scalable -= {n for n in group if values[n] < _MIN_SCALABLE}
+            break
+        else:
             scalable.discard(name)  # this constant must keep its value for the problem to stay valid
-            continue
-        values, source, current = proposal, trial_source, footprint
-        if values[name] < _MIN_SCALABLE:
-            scalable.discard(name)
     original = {c.name: c.value for c in size_constants(problem.source)}
     changes = {n: (original[n], values[n]) for n in values if values[n] != original[n]}
     shrunk = Problem(name=problem.name, source=source, level=problem.level, problem_id=problem.problem_id,

@@ -107,3 +107,22 @@ def test_problem_that_fits_is_unchanged() -> None:
 def test_rewrite_handles_tuple_assignments() -> None:
     source = "a, b = 10, 20\nc = 30\n"
     assert rewrite_constants(source, {"b": 5, "c": 7}) == "a, b = 10, 5\nc = 7\n"
+
+
+def test_arithmetic_and_list_sizes_are_constants_too() -> None:
+    source = "N = 2048 * 2\nshape = (8192 * 2,)\nlayer_sizes = [400, 800]\naxis = -1\nname = 'x'\n"
+    found = {c.name: c.value for c in size_constants(source)}
+    assert found == {"N": 4096, "shape[0]": 16384, "layer_sizes[0]": 400, "layer_sizes[1]": 800, "axis": -1}
+    rewritten = rewrite_constants(source, {"N": 64, "shape[0]": 32, "layer_sizes[1]": 8})
+    assert rewritten == "N = 64\nshape = (32,)\nlayer_sizes = [400, 8]\naxis = -1\nname = 'x'\n"
+
+
+def test_sizes_tied_by_broadcasting_shrink_together() -> None:
+    # KernelBench's HingeLoss: targets of shape (batch,) broadcast against predictions (batch, n): batch == n
+    source = HUGE_ELEMENTWISE.replace("return torch.relu(x)", "return torch.mean(x * x[:, 0].reshape(-1))")
+    source = source.replace("x = torch.randn(batch_size, dim)", "x = torch.randn(batch_size, *shape)")
+    source = source.replace("batch_size = 4096\ndim = 393216", "batch_size = 32768\nshape = (32768,)")
+    source = source.replace("return [x]", "return [x * torch.ones(batch_size)]")
+    result = shrink_problem(problem_from_source(source, "Tied"), Budget(max_bytes=16 * 2**20))
+    assert result.changes["batch_size"][1] == result.changes["shape[0]"][1] < 32768
+    run_reference(result.problem, "cpu", init_seed=0, trial_seeds=[1])
