@@ -58,10 +58,19 @@ def _describe_device(device: str, threads: int) -> dict[str, Any]:
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         info.update(gpu=props.name, sm=f"{props.major}.{props.minor}", cuda=torch.version.cuda,
-                    gpu_memory_gb=round(props.total_memory / 2**30, 1))
+                    gpu_memory_gb=round(props.total_memory / 2**30, 1), driver=_nvidia_driver())
     else:
         info.update(cpu=_cpu_model(), threads=threads, cpu_count=os.cpu_count())
     return info
+
+
+def _nvidia_driver() -> str | None:
+    try:
+        first = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return None
+    words = [w for w in first.split() if w[:1].isdigit() and "." in w]
+    return words[0] if words else first.strip()
 
 
 def _cpu_model() -> str:

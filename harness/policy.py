@@ -15,7 +15,7 @@ class EvalPolicy(BaseModel):
         True, description="Reject candidates that never build a kernel of their own (load_inline / load).")
     warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")
     min_timed_calls: int = Field(10, ge=3, description="Fewest timed calls per model.")
-    max_timed_calls: int = Field(200, ge=3, description="Most timed calls per model.")
+    max_timed_calls: int = Field(1000, ge=3, description="Most timed calls per model.")
     timing_budget_s: float = Field(1.0, gt=0, description="Target time spent timing each model.")
     timeout_s: float = Field(300.0, gt=0, description="Wall clock for the whole child: build, checks, timing.")
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
