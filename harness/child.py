@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from harness import job as J
 from harness.build_cache import BuildFailed, BuildRecorder, CachedBuilder
+from harness.tensors import cloned, portable, to_device
 from harness.timing import make_timer
 
 _perf_counter = time.perf_counter  # bound before any candidate code runs
@@ -123,12 +124,6 @@ def _build_models(problem: Any, candidate: Any, init_inputs: list[Any], seed: in
     return reference.to(device), new.to(device)
 
 
-def _to_device(values: list[Any], device: str) -> list[Any]:
-    import torch
-
-    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
-
-
 def _sync(device: str) -> None:
     if device == "cuda":
         import torch
@@ -136,23 +131,12 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _portable(output: Any) -> Any:
-    """Outputs as the parent will load them: tensors on the CPU, containers kept, anything else by name."""
-    import torch
-
-    if isinstance(output, torch.Tensor):
-        return output.detach().to("cpu")
-    if isinstance(output, (tuple, list)):
-        return [_portable(item) for item in output]
-    return {"__unsupported_output_type__": type(output).__name__}
-
-
 def run_correctness(model: Any, trials: list[dict[str, Any]], device: str) -> list[Any]:
     import torch
 
     outputs = []
     for index, trial in enumerate(trials):
-        inputs = _to_device([v.clone() if isinstance(v, torch.Tensor) else v for v in trial["inputs"]], device)
+        inputs = to_device(cloned(trial["inputs"]), device)
         try:
             with torch.no_grad():
                 result = model(*inputs)
@@ -160,7 +144,7 @@ def run_correctness(model: Any, trials: list[dict[str, Any]], device: str) -> li
         except BaseException as exc:
             raise CandidateFailure(
                 "runtime_error", f"ModelNew.forward raised on trial {index + 1}:\n" + _short_traceback(exc)) from None
-        outputs.append(_portable(result))
+        outputs.append(portable(result))
     return outputs
 
 
@@ -177,7 +161,7 @@ def run_timing(job: J.ChildJob, reference: Any, candidate: Any, trials: list[dic
     import torch
 
     timer = make_timer(job.device)
-    input_sets = [_to_device(list(t["inputs"]), job.device) for t in trials]
+    input_sets = [to_device(list(t["inputs"]), job.device) for t in trials]
     models: dict[str, Callable[..., Any]] = {"ref": reference, "candidate": candidate}
     for _ in range(job.warmup_calls):
         for model in models.values():
@@ -234,7 +218,7 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
     if job.device == "cuda-compile-only":
         from harness.cuda_compile import CompileOnlyBuilder
 
-        builder = CompileOnlyBuilder(Path(job.build_cache), recorder, job.cuda_arch or "sm_90")
+        builder = CompileOnlyBuilder(Path(job.build_cache), recorder, job.cuda_arch)
     builder.install()
     events.write(phase="import")
     candidate = _import_candidate(scratch, builder)

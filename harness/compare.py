@@ -6,6 +6,7 @@ from typing import Any
 
 from harness.policy import EvalPolicy
 from harness.records import TrialResult
+from harness.tensors import UNSUPPORTED
 
 
 def _flatten(output: Any) -> list[Any]:
@@ -24,8 +25,8 @@ def compare_tensor(ref: Any, got: Any, policy: EvalPolicy) -> tuple[bool, str, f
     """(passed, message, max_abs_error, norm-wise relative error) for one output tensor."""
     import torch
 
-    if isinstance(got, dict) and "__unsupported_output_type__" in got:
-        return False, f"output is a {got['__unsupported_output_type__']}, expected a torch.Tensor", None, None
+    if isinstance(got, dict) and UNSUPPORTED in got:
+        return False, f"output is a {got[UNSUPPORTED]}, expected a torch.Tensor", None, None
     if type(got) is not torch.Tensor:
         return False, f"output is a {type(got).__name__}, expected a torch.Tensor", None, None
     if got.shape != ref.shape:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import secrets
 import shutil
@@ -55,10 +54,10 @@ def _save_inputs(scratch: Path, reference: ReferenceRun) -> None:
                scratch / J.INPUTS_FILE)
 
 
-def _read_result(scratch: Path) -> dict[str, Any] | None:
+def _read_result(scratch: Path) -> J.ChildResult | None:
     try:
-        return json.loads((scratch / J.RESULT_FILE).read_text())
-    except (OSError, ValueError):
+        return J.ChildResult.model_validate_json((scratch / J.RESULT_FILE).read_text())
+    except (OSError, ValueError):  # missing (the child died) or malformed: never trusted
         return None
 
 
@@ -87,7 +86,8 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
     job = J.ChildJob(device=device, build_cache=str(build_cache_dir()), init_seed=init_seed,
                      cpu_threads=policy.cpu_threads, warmup_calls=policy.warmup_calls,
                      min_timed_calls=policy.min_timed_calls, max_timed_calls=policy.max_timed_calls,
-                     timing_budget_s=policy.timing_budget_s, skip_timing=policy.skip_timing)
+                     timing_budget_s=policy.timing_budget_s, skip_timing=policy.skip_timing,
+                     cuda_arch=policy.cuda_arch)
     scratch = _prepare_scratch(problem, candidate_source, job)
     try:
         reference = None
@@ -110,7 +110,7 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
 
 
 def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
-                  result: dict[str, Any] | None) -> list[dict[str, Any]]:
+                  result: J.ChildResult | None) -> list[dict[str, Any]]:
     events = read_events(scratch)
     start_netns = next((e.get("netns") for e in events if e.get("phase") == "start"), None)
     parent_netns = os.readlink("/proc/self/ns/net") if os.path.exists("/proc/self/ns/net") else None
@@ -127,8 +127,8 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
         if name in ("import", "construct", "correctness", "timing"):
             evaluation.phase_seconds[name] = later["t"] - earlier["t"]
     if result:
-        evaluation.device_info = result.get("device_info", {})
-        evaluation.build = {"builds": result.get("builds", [])}
+        evaluation.device_info = result.device_info
+        evaluation.build = {"builds": result.builds}
     return events
 
 
@@ -142,12 +142,13 @@ def _decide(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome, refere
         evaluation.reasons = reasons + evaluation.reasons
         return
     assert result is not None
-    if result["status"] == "compiled":
+    if result.status == "compiled":
         evaluation.verdict = Verdict.COMPILED
         evaluation.reasons.append("compile-only CUDA device: the kernel compiled; correctness and speed "
                                   "need a GPU")
+        evaluation.reasons.extend(f"not checked: {b['skipped']}" for b in result.builds if b.get("skipped"))
         return
-    if policy.require_custom_kernel and not result.get("builds"):
+    if policy.require_custom_kernel and not result.builds:
         evaluation.verdict = Verdict.REJECTED
         evaluation.reasons.insert(0, "no custom kernel was built while importing the candidate")
         return
@@ -161,7 +162,14 @@ def _decide(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome, refere
 def _judge_outputs(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, policy: EvalPolicy) -> None:
     import torch
 
-    outputs = torch.load(scratch / J.OUTPUTS_FILE, weights_only=True)
+    try:
+        outputs = torch.load(scratch / J.OUTPUTS_FILE, weights_only=True)
+    except Exception as exc:  # a missing or tampered file: the candidate's problem, never the caller's
+        evaluation.verdict = Verdict.CRASH
+        evaluation.reasons.insert(0, f"the candidate's outputs could not be read back: {type(exc).__name__}")
+        return
+    if not isinstance(outputs, list):
+        outputs = []
     for seed, expected, got in zip(reference.trial_seeds, reference.outputs, outputs):
         evaluation.trials.append(compare_trial(seed, expected, got, policy))
     failed = [t for t in evaluation.trials if not t.passed]
@@ -173,11 +181,12 @@ def _judge_outputs(evaluation: Evaluation, scratch: Path, reference: ReferenceRu
         evaluation.verdict = Verdict.ACCEPTED
 
 
-def _judge_timing(evaluation: Evaluation, result: dict[str, Any]) -> None:
-    timing = result.get("timing") or {}
+def _judge_timing(evaluation: Evaluation, result: J.ChildResult) -> None:
+    timing = result.timing or {}
     ref, candidate = timing.get("ref") or [], timing.get("candidate") or []
-    if not ref or not candidate:
-        evaluation.reasons.append("no timing samples were reported")
+    if not ref or not candidate or len(ref) != len(candidate) or min(ref + candidate) <= 0:
+        evaluation.verdict = Verdict.CRASH
+        evaluation.reasons.insert(0, "the timing phase reported no valid samples")
         return
     evaluation.ref_timing = summarize(ref)
     evaluation.candidate_timing = summarize(candidate)

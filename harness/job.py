@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from typing import Any
+
+from pydantic import BaseModel, Field
 
 JOB_FILE = "job.json"
 CANDIDATE_FILE = "candidate.py"
@@ -26,4 +28,14 @@ class ChildJob(BaseModel):
     max_timed_calls: int
     timing_budget_s: float
     skip_timing: bool
-    cuda_arch: str | None = None
+    cuda_arch: str = "sm_90"
+
+
+class ChildResult(BaseModel):
+    """What the child reports. Validated in the parent: a malformed report is a crash, never trusted data."""
+
+    status: str
+    message: str = ""
+    builds: list[dict[str, Any]] = Field(default_factory=list)
+    device_info: dict[str, Any] = Field(default_factory=dict)
+    timing: dict[str, list[float]] | None = None

@@ -20,4 +20,5 @@ class EvalPolicy(BaseModel):
     timeout_s: float = Field(300.0, gt=0, description="Wall clock for the whole child: build, checks, timing.")
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
     cpu_threads: int = Field(1, ge=1, description="Threads for reference and candidate on the CPU device.")
+    cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")
     skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")

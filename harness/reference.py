@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.modules import module_from_file
+from harness.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
 
 _counter = itertools.count()
@@ -32,22 +33,6 @@ def load_problem_module(problem: Problem) -> Any:
             raise ProblemError(f"problem {problem.name}: importing it failed: {exc}") from exc
 
 
-def _to_cpu(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu")
-    if isinstance(value, (tuple, list)):
-        return [_to_cpu(v) for v in value]
-    return value
-
-
-def _to_device(values: list[Any], device: str) -> list[Any]:
-    import torch
-
-    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
-
-
 def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
                   threads: int = 1) -> ReferenceRun:
     """Build `Model` under `init_seed` and run it on `get_inputs()` drawn under each trial seed."""
@@ -66,7 +51,9 @@ def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: li
             torch.manual_seed(seed)
             inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
             with torch.no_grad():
-                outputs.append(_to_cpu(model(*_to_device([_clone(v) for v in inputs], device))))
+                outputs.append(portable(model(*to_device(cloned(inputs), device))))
+            if UNSUPPORTED in repr(outputs[-1]):
+                raise ProblemError(f"problem {problem.name}: Model.forward must return tensors (or lists of them)")
             trial_inputs.append(inputs)
     except ProblemError:
         raise
@@ -75,9 +62,3 @@ def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: li
     finally:
         torch.set_num_threads(previous_threads)
     return ReferenceRun(init_inputs, trial_seeds, trial_inputs, outputs)
-
-
-def _clone(value: Any) -> Any:
-    import torch
-
-    return value.clone() if isinstance(value, torch.Tensor) else value

@@ -44,7 +44,7 @@ def log_tail(scratch: Path, chars: int = 3000) -> str:
         return ""
 
 
-def child_failure(outcome: ChildOutcome, result: dict[str, Any] | None, events: list[dict[str, Any]],
+def child_failure(outcome: ChildOutcome, result: J.ChildResult | None, events: list[dict[str, Any]],
                   scratch: Path, policy: EvalPolicy) -> tuple[Verdict, list[str]] | None:
     """The verdict when the child did not finish cleanly or reported a failure; None when it did finish."""
     where = _last_phase(events)
@@ -58,9 +58,9 @@ def child_failure(outcome: ChildOutcome, result: dict[str, Any] | None, events: 
         tail = log_tail(scratch)
         reason = f"the candidate's process died ({signal_name(outcome.returncode)}) while {where}"
         return Verdict.CRASH, [reason] + ([f"last output:\n{tail}"] if tail else [])
-    status = result.get("status")
+    status = result.status
     if status in _STATUS_VERDICTS:
-        return _STATUS_VERDICTS[status], [str(result.get("message", "")).strip()]
+        return _STATUS_VERDICTS[status], [result.message.strip()]
     if status == "no_cuda_build":
         return Verdict.REJECTED, ["compile-only CUDA device: the candidate built no CUDA sources"]
     if status not in ("ok", "compiled"):

@@ -101,3 +101,13 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+
+
+@pytest.mark.slow
+def test_eval_with_shrink_judges_a_kernelbench_sized_problem(tmp_path: Path) -> None:
+    big = tmp_path / "level1" / "19_ReLU.py"
+    big.parent.mkdir()
+    big.write_text(RELU_PROBLEM_HUGE)  # 6 GiB per tensor as written; the CPU budget is 64 MiB
+    result = _run("eval", str(big), str(RELU_CANDIDATE), "--device", "cpu", "--shrink", "--json", "--no-store")
+    assert result.returncode == 0, result.stderr
+    assert "size reduction: " in result.stderr and json.loads(result.stdout)["verdict"] == "accepted"
