@@ -13,6 +13,26 @@ CPU_CANDIDATES = BUNDLED / "candidates" / "cpu"
 CUDA_CANDIDATES = BUNDLED / "candidates" / "cuda"
 RELU_CANDIDATE = CPU_CANDIDATES / "level1" / "1_ReLU.py"
 
+# The shape of KernelBench level 1's biggest elementwise problems: 4096 x 393216 floats = 6 GiB per tensor.
+HUGE_ELEMENTWISE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+batch_size = 4096
+dim = 393216
+
+def get_inputs():
+    x = torch.randn(batch_size, dim)
+    return [x]
+
+def get_init_inputs():
+    return []
+"""
+
 
 def _has_gpu() -> bool:
     try:

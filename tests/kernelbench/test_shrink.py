@@ -1,28 +1,10 @@
 import pytest
+
 from harness.reference import run_reference
 from kernelbench import ProblemError
 from kernelbench.problem import problem_from_source
 from kernelbench.shrink import Budget, measure, rewrite_constants, shrink_problem, size_constants
-
-# The shape of KernelBench level 1's biggest elementwise problems: 4096 x 393216 floats = 6 GiB per tensor.
-HUGE_ELEMENTWISE = """
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-batch_size = 4096
-dim = 393216
-
-def get_inputs():
-    x = torch.randn(batch_size, dim)
-    return [x]
-
-def get_init_inputs():
-    return []
-"""
+from tests.conftest import HUGE_ELEMENTWISE
 
 # Group norm: channels must stay divisible by groups, and a reshape ties two sizes together.
 GROUPED = """

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from store import EvaluationRow, open_store
-from tests.conftest import RELU_CANDIDATE
+from tests.conftest import HUGE_ELEMENTWISE, RELU_CANDIDATE
 
 KERNELWRIGHT = str(Path(sys.executable).parent / "kernelwright")
 
@@ -77,37 +77,19 @@ def test_problems_list_json_lists_the_bundled_set() -> None:
 def test_problems_shrink_reports_fit_and_reductions(tmp_path: Path) -> None:
     big = tmp_path / "level1" / "19_ReLU.py"
     big.parent.mkdir()
-    big.write_text(RELU_PROBLEM_HUGE)
+    big.write_text(HUGE_ELEMENTWISE)
     result = _run("problems", "shrink", str(tmp_path), "--json")
     assert result.returncode == 0, result.stderr
     (row,) = json.loads(result.stdout)
     assert row["status"] == "shrunk" and "dim 393216->" in row["changes"]
 
 
-RELU_PROBLEM_HUGE = """
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.relu(x)
-
-batch_size = 4096
-dim = 393216
-
-def get_inputs():
-    return [torch.randn(batch_size, dim)]
-
-def get_init_inputs():
-    return []
-"""
-
 
 @pytest.mark.slow
 def test_eval_with_shrink_judges_a_kernelbench_sized_problem(tmp_path: Path) -> None:
     big = tmp_path / "level1" / "19_ReLU.py"
     big.parent.mkdir()
-    big.write_text(RELU_PROBLEM_HUGE)  # 6 GiB per tensor as written; the CPU budget is 64 MiB
+    big.write_text(HUGE_ELEMENTWISE)  # 6 GiB per tensor as written; the CPU budget is 64 MiB
     result = _run("eval", str(big), str(RELU_CANDIDATE), "--device", "cpu", "--shrink", "--json", "--no-store")
     assert result.returncode == 0, result.stderr
     assert "size reduction: " in result.stderr and json.loads(result.stdout)["verdict"] == "accepted"
