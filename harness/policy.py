@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -11,6 +13,9 @@ class EvalPolicy(BaseModel):
     trials: int = Field(3, ge=1, description="Correctness trials, each with a fresh seed and input set.")
     atol_fp32: float = Field(1e-4, description="Absolute tolerance for float32 outputs (rtol is the same).")
     atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
+    static_policy: Literal["strict", "default", "off"] = Field(
+        "default", description="strict: forward's compute must all be the candidate's kernels; default: library "
+        "compute allowed but reported; off: only syntax/ModelNew/kernel presence (for harness tests).")
     require_custom_kernel: bool = Field(
         True, description="Reject candidates that never build a kernel of their own (load_inline / load).")
     warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")

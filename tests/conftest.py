@@ -67,6 +67,22 @@ def kernelwright_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     patch.undo()
 
 
+def compilers_under(folder: Path) -> list[str]:
+    """Build processes (ninja, compiler drivers, cc1plus) working inside `folder`: other builds on the machine
+    (a parallel test run) do not count."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["name"]):
+        try:
+            if proc.info["name"] in ("ninja", "cc1plus", "c++", "g++", "gcc", "nvcc") and \
+                    Path(proc.cwd()).is_relative_to(folder):
+                found.append(f"{proc.pid} {proc.info['name']}")
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
 def relu_variant(forward_body: str, prelude: str = "") -> str:
     """A candidate built from the bundled ReLU kernel (same C++ source, so its build is cached) whose
     Python `forward` body is replaced: one compile serves many verdict tests."""

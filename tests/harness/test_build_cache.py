@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import psutil
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
 from kernelbench.bundled import find_bundled
-from tests.conftest import RELU_CANDIDATE
+from tests.conftest import RELU_CANDIDATE, compilers_under
 
 pytestmark = pytest.mark.slow
 RELU = find_bundled("relu")
@@ -38,7 +37,7 @@ def test_killed_build_leaves_nothing_that_blocks_the_next(tmp_path: Path, monkey
     source = RELU_CANDIDATE.read_text()
     killed = evaluate(RELU, source, "cpu", FAST.model_copy(update={"timeout_s": 6}))
     assert killed.verdict is Verdict.TIMEOUT and "building" in killed.reasons[0]
-    assert not any(p.name() in ("cc1plus", "ninja") for p in psutil.process_iter())  # compilers died too
+    assert compilers_under(tmp_path) == []  # the compilers died with the child
     cold = evaluate(RELU, source, "cpu", FAST)
     warm = evaluate(RELU, source, "cpu", FAST)
     assert cold.verdict is warm.verdict is Verdict.ACCEPTED
