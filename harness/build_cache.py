@@ -43,6 +43,15 @@ def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
+def _source_text(keyed: dict[str, Any]) -> str:
+    """The code that was compiled (as the static policy re-scans it), and the flags it was compiled with."""
+    parts: list[str] = []
+    for field in ("cpp_sources", "cuda_sources", "sources", "extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
+        value = keyed.get(field)
+        parts.extend([value] if isinstance(value, str) else [str(v) for v in value or []])
+    return "\n".join(parts)
+
+
 def _read_sources(paths: Any) -> list[str]:
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
     return [Path(p).read_text(errors="replace") for p in items]
@@ -133,7 +142,8 @@ class CachedBuilder:
         key = build_key(f"{self.mode}:{kind}", keyed, self.torch_version)
         name = f"kw_{key[:24]}"
         final = self.cache_root / key
-        record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "folder": str(final)}
+        record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "folder": str(final),
+                                  "source_text": _source_text(keyed)[:200_000]}
         self.recorder.builds.append(record)
         if (final / OK_MARKER).exists():
             started = time.perf_counter()

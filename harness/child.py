@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 import time
 import traceback
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
 from harness import job as J
 from harness.build_cache import BuildFailed, BuildRecorder, CachedBuilder
+from harness.integrity import (PoisonedAllocations, flatten, identity_snapshot, inputs_changed, output_problems,
+                               replaced_since, settled_fingerprints, thread_state)
 from harness.tensors import cloned, portable, to_device
 from harness.timing import make_timer
 
@@ -131,55 +135,89 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def run_correctness(model: Any, trials: list[dict[str, Any]], device: str) -> list[Any]:
-    import torch
-
-    outputs = []
-    for index, trial in enumerate(trials):
-        inputs = to_device(cloned(trial["inputs"]), device)
-        try:
-            with torch.no_grad():
-                result = model(*inputs)
-            _sync(device)
-        except BaseException as exc:
-            raise CandidateFailure(
-                "runtime_error", f"ModelNew.forward raised on trial {index + 1}:\n" + _short_traceback(exc)) from None
-        outputs.append(portable(result))
-    return outputs
-
-
-def _timed_call(timer: Any, model: Any, inputs: list[Any]) -> float:
+def _call(model: Any, inputs: list[Any]) -> Any:
     import torch
 
     with torch.no_grad():
-        return timer.time(lambda: model(*inputs))
+        return model(*inputs)
+
+
+def _check_call(job: J.ChildJob, model: Any, result: Any, pristine: list[Any], used: list[Any],
+                earlier: list[Any], integrity: list[str]) -> None:
+    first, settled = settled_fingerprints(result, job.device)
+    if first != settled:
+        integrity.append("work-after-return: the output kept changing after forward() returned (work on another "
+                         "thread or stream finished later)")
+    changed = inputs_changed(pristine, used)
+    if changed:
+        integrity.append(f"mutation: forward() modified input(s) {changed} in place")
+    integrity.extend(output_problems(result, job.device, used, model, earlier))
+    earlier.extend(t for t in flatten(result) if t is not None)
+
+
+def run_correctness(job: J.ChildJob, model: Any, reference: Any, trials: list[dict[str, Any]],
+                    integrity: list[str]) -> list[list[Any]]:
+    """Per trial: the candidate's output before and (hardened) after the reference ran on the same inputs, on
+    fresh copies of the inputs, into poisoned memory."""
+    outputs: list[list[Any]] = []
+    earlier: list[Any] = []  # kept alive so a later output cannot legitimately land in the same memory
+    for index, trial in enumerate(trials):
+        pristine = to_device(cloned(trial["inputs"]), job.device)
+        per_trial = []
+        for position in ("before", "after") if job.hardening else ("only",):
+            if position == "after":
+                _call(reference, to_device(cloned(trial["inputs"]), job.device))  # leaves its memory behind
+                _sync(job.device)
+            inputs = to_device(cloned(trial["inputs"]), job.device)
+            try:
+                with PoisonedAllocations() if job.hardening else nullcontext():
+                    result = _call(model, inputs)
+                    _sync(job.device)
+            except BaseException as exc:
+                raise CandidateFailure("runtime_error", f"ModelNew.forward raised on trial {index + 1}:\n"
+                                       + _short_traceback(exc)) from None
+            if job.hardening:
+                _check_call(job, model, result, pristine, inputs, earlier, integrity)
+            per_trial.append(portable(result))
+        outputs.append(per_trial)
+    return outputs
 
 
 def run_timing(job: J.ChildJob, reference: Any, candidate: Any, trials: list[dict[str, Any]],
-               events: EventLog) -> dict[str, list[float]]:
-    """Interleaved timing: each round times both models on the same fresh input set, in alternating order."""
+               events: EventLog) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
+    """Interleaved timing: each round times both models, in alternating order, on freshly allocated copies of
+    an input set drawn at random (by a seed the candidate never sees). At secret positions the candidate's
+    output is kept for the parent to check, so timed calls cannot behave differently from checked ones."""
     import torch
 
     timer = make_timer(job.device)
-    input_sets = [to_device(list(t["inputs"]), job.device) for t in trials]
+    rng = random.Random(job.timing_seed)
     models: dict[str, Callable[..., Any]] = {"ref": reference, "candidate": candidate}
+    first_set = to_device(cloned(trials[0]["inputs"]), job.device)
     for _ in range(job.warmup_calls):
         for model in models.values():
-            with torch.no_grad():
-                model(*input_sets[0])
+            _call(model, first_set)
     _sync(job.device)
-    probe = {name: _timed_call(timer, model, input_sets[0]) for name, model in models.items()}
+    probe = {name: timer.time(lambda m=model: _call(m, first_set))[0] for name, model in models.items()}
     per_round_ms = max(sum(probe.values()), 1e-3)
-    calls = int(job.timing_budget_s * 2000.0 / per_round_ms)
-    calls = max(job.min_timed_calls, min(job.max_timed_calls, calls))
+    calls = max(job.min_timed_calls, min(job.max_timed_calls, int(job.timing_budget_s * 2000.0 / per_round_ms)))
+    spot_positions = set(rng.sample(range(calls), min(job.spot_checks, calls))) if job.hardening else set()
     events.write(phase="timing", calls=calls)
     samples: dict[str, list[float]] = {"ref": [], "candidate": []}
+    spot_checks: list[dict[str, Any]] = []
+    held: list[Any] = []  # the previous round's inputs stay alive: a new round never gets their addresses
     for index in range(calls):
+        set_index = rng.randrange(len(trials)) if job.hardening else index % len(trials)
+        fresh = {name: to_device(cloned(trials[set_index]["inputs"]), job.device) for name in models}
         order = ("ref", "candidate") if index % 2 == 0 else ("candidate", "ref")
-        inputs = input_sets[index % len(input_sets)]
         for name in order:
-            samples[name].append(_timed_call(timer, models[name], inputs))
-    return samples
+            elapsed, output = timer.time(lambda n=name: _call(models[n], fresh[n]))
+            samples[name].append(elapsed)
+            if name == "candidate" and index in spot_positions:
+                spot_checks.append({"call": index, "trial": set_index, "output": portable(output)})
+        held = [fresh]
+    del held
+    return samples, spot_checks
 
 
 def _write_result(scratch: Path, result: dict[str, Any]) -> None:
@@ -213,6 +251,8 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
 
     from harness.modules import module_from_file
 
+    integrity: list[str] = []
+    result["integrity"] = integrity
     builder = CachedBuilder(Path(job.build_cache), recorder,
                             extra_cuda_cflags=["-Xptxas", "-v"] if job.device == "cuda" else None)
     if job.device == "cuda-compile-only":
@@ -220,25 +260,44 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
 
         builder = CompileOnlyBuilder(Path(job.build_cache), recorder, job.cuda_arch)
     builder.install()
+    problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")  # before any candidate code
+    with PoisonedAllocations():  # its lazy imports rebind torch attributes: let that happen before the snapshot
+        pass
+    identities = identity_snapshot()
+    threads: dict[str, dict[str, int]] = {"start": thread_state()}
+    result["threads"] = threads
     events.write(phase="import")
     candidate = _import_candidate(scratch, builder)
+    _note_replacements(identities, integrity, "importing the candidate")
     if job.device == "cuda-compile-only":
         result["status"] = "compiled" if recorder.builds else "no_cuda_build"
         return
     events.write(phase="construct")
-    problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")
     payload = torch.load(scratch / J.INPUTS_FILE, weights_only=True)
     reference, new = _build_models(problem, candidate, payload["init_inputs"], job.init_seed, job.device)
     events.write(phase="correctness")
-    outputs = run_correctness(new, payload["trials"], job.device)
+    outputs = run_correctness(job, new, reference, payload["trials"], integrity)
+    threads["after_correctness"] = thread_state()
+    _note_replacements(identities, integrity, "the correctness calls")
     torch.save(outputs, scratch / J.OUTPUTS_FILE)
-    if not job.skip_timing:
-        try:
-            result["timing"] = run_timing(job, reference, new, payload["trials"], events)
-        except CandidateFailure:
-            raise
-        except BaseException as exc:
-            raise CandidateFailure("runtime_error", "failed while being timed:\n" + _short_traceback(exc)) from None
+    if job.skip_timing:
+        return
+    try:
+        result["timing"], spot_checks = run_timing(job, reference, new, payload["trials"], events)
+    except CandidateFailure:
+        raise
+    except BaseException as exc:
+        raise CandidateFailure("runtime_error", "failed while being timed:\n" + _short_traceback(exc)) from None
+    threads["after_timing"] = thread_state()
+    _note_replacements(identities, integrity, "the timed calls")
+    torch.save(spot_checks, scratch / J.SPOT_CHECKS_FILE)
+
+
+def _note_replacements(identities: dict[str, int], integrity: list[str], during: str) -> None:
+    replaced = replaced_since(identities)
+    if replaced:
+        integrity.append(f"monkeypatch: {', '.join(replaced[:8])} replaced during {during}")
+        identities.update(identity_snapshot())  # report each replacement once
 
 
 def main() -> None:

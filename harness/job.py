@@ -12,6 +12,7 @@ PROBLEM_FILE = "problem.py"
 INPUTS_FILE = "inputs.pt"
 OUTPUTS_FILE = "outputs.pt"
 RESULT_FILE = "result.json"
+SPOT_CHECKS_FILE = "spot_checks.pt"
 EVENTS_FILE = "events.jsonl"
 LOG_FILE = "child.log"
 
@@ -29,6 +30,9 @@ class ChildJob(BaseModel):
     timing_budget_s: float
     skip_timing: bool
     cuda_arch: str = "sm_90"
+    hardening: bool = True
+    timing_seed: int = 0
+    spot_checks: int = 3
 
 
 class ChildResult(BaseModel):
@@ -39,3 +43,5 @@ class ChildResult(BaseModel):
     builds: list[dict[str, Any]] = Field(default_factory=list)
     device_info: dict[str, Any] = Field(default_factory=dict)
     timing: dict[str, list[float]] | None = None
+    integrity: list[str] = Field(default_factory=list)
+    threads: dict[str, dict[str, int]] = Field(default_factory=dict)

@@ -10,7 +10,8 @@ from pydantic import BaseModel, Field
 class EvalPolicy(BaseModel):
     """How hard to check and how long to measure."""
 
-    trials: int = Field(3, ge=1, description="Correctness trials, each with a fresh seed and input set.")
+    trials: int = Field(4, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
+                        "trial k draws from distribution k mod 4 (default, uniform, heavy-tailed, spiky).")
     atol_fp32: float = Field(1e-4, description="Absolute tolerance for float32 outputs (rtol is the same).")
     atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
     static_policy: Literal["strict", "default", "off"] = Field(
@@ -26,4 +27,9 @@ class EvalPolicy(BaseModel):
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
     cpu_threads: int = Field(1, ge=1, description="Threads for reference and candidate on the CPU device.")
     cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")
+    hardening: bool = Field(True, description="Runtime integrity checks: poisoned outputs, mutation, aliasing, "
+                            "work after return, candidate run after the reference, spot checks, identity checks.")
+    spot_checks: int = Field(3, ge=0, description="Timed calls (at secret positions) whose outputs are checked.")
+    implausible_speedup: float = Field(10.0, gt=1, description="Speedups above this are re-measured in a fresh "
+                                       "process before they are believed.")
     skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")

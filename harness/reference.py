@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.distributions import DISTRIBUTIONS, apply_distribution
 from harness.modules import module_from_file
 from harness.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
@@ -21,6 +22,9 @@ class ReferenceRun:
     trial_seeds: list[int]
     trial_inputs: list[list[Any]]
     outputs: list[Any]  # reference outputs per trial, on the CPU
+    distributions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    mutates_inputs: bool = False  # the reference itself writes into its inputs
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -33,9 +37,34 @@ def load_problem_module(problem: Problem) -> Any:
             raise ProblemError(f"problem {problem.name}: importing it failed: {exc}") from exc
 
 
+def _finite(output: Any) -> bool:
+    import torch
+
+    if isinstance(output, torch.Tensor):
+        return not output.is_floating_point() or bool(torch.isfinite(output).all())
+    if isinstance(output, list):
+        return all(_finite(item) for item in output)
+    return True
+
+
+def _run_once(model: Any, inputs: list[Any], device: str) -> tuple[Any, bool]:
+    """Reference output for `inputs` (on the CPU), and whether the reference modified its inputs."""
+    import torch
+
+    used = to_device(cloned(inputs), device)
+    with torch.no_grad():
+        output = portable(model(*used))
+    if UNSUPPORTED in repr(output):
+        raise ProblemError("Model.forward must return tensors (or lists of them)")
+    mutated = any(isinstance(a, torch.Tensor) and not torch.equal(torch.nan_to_num(a), torch.nan_to_num(b.cpu()))
+                  for a, b in zip(inputs, used))
+    return output, mutated
+
+
 def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
-                  threads: int = 1) -> ReferenceRun:
-    """Build `Model` under `init_seed` and run it on `get_inputs()` drawn under each trial seed."""
+                  threads: int = 1, vary_distributions: bool = True) -> ReferenceRun:
+    """Build `Model` under `init_seed`; per trial draw `get_inputs()` under its seed, redraw the values from the
+    trial's distribution (when the reference stays finite there), and keep the reference's output."""
     import torch
 
     module = load_problem_module(problem)
@@ -46,19 +75,37 @@ def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: li
         init_inputs = list(module.get_init_inputs())
         torch.manual_seed(init_seed)
         model = module.Model(*init_inputs).to(device)
-        trial_inputs, outputs = [], []
-        for seed in trial_seeds:
+        run = ReferenceRun(init_inputs, trial_seeds, [], [])
+        for index, seed in enumerate(trial_seeds):
             torch.manual_seed(seed)
             inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
-            with torch.no_grad():
-                outputs.append(portable(model(*to_device(cloned(inputs), device))))
-            if UNSUPPORTED in repr(outputs[-1]):
-                raise ProblemError(f"problem {problem.name}: Model.forward must return tensors (or lists of them)")
-            trial_inputs.append(inputs)
-    except ProblemError:
-        raise
+            _add_trial(run, model, inputs, DISTRIBUTIONS[index % len(DISTRIBUTIONS)] if vary_distributions
+                       else "default", seed, device)
+    except ProblemError as exc:
+        raise ProblemError(f"problem {problem.name}: {exc}") from exc
     except Exception as exc:
         raise ProblemError(f"problem {problem.name}: the reference itself failed: {type(exc).__name__}: {exc}") from exc
     finally:
         torch.set_num_threads(previous_threads)
-    return ReferenceRun(init_inputs, trial_seeds, trial_inputs, outputs)
+    return run
+
+
+def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: str, seed: int, device: str) -> None:
+    if distribution != "default":
+        redrawn = apply_distribution(inputs, distribution, seed)
+        output, mutated = _run_once(model, redrawn, device)
+        if _finite(output):
+            run.trial_inputs.append(redrawn)
+            run.outputs.append(output)
+            run.distributions.append(distribution)
+            run.mutates_inputs |= mutated
+            return
+        run.notes.append(f"[distribution] {distribution} inputs make the reference non-finite; trial used the "
+                         "problem's own distribution")
+    output, mutated = _run_once(model, inputs, device)
+    if not _finite(output):
+        raise ProblemError("the reference output contains NaN/Inf on the problem's own inputs")
+    run.trial_inputs.append(inputs)
+    run.outputs.append(output)
+    run.distributions.append("default")
+    run.mutates_inputs |= mutated

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import psutil
 
+from harness.cgroups import ControlGroup
+
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
@@ -33,6 +35,7 @@ class Limits:
     address_space_limit: bool  # RLIMIT_AS breaks CUDA (it maps huge virtual ranges); the watchdog still applies
     cpu_threads: int = 1
     max_file_mb: int = 4096
+    max_processes: int = 256
 
 
 @dataclass
@@ -43,6 +46,7 @@ class ChildOutcome:
     memory_exceeded: bool = False
     peak_rss_mb: float = 0.0
     killed_pids: list[int] = field(default_factory=list)
+    containment: dict[str, str] = field(default_factory=dict)
 
 
 def child_environment(scratch: Path, cpu_threads: int, token: str) -> dict[str, str]:
@@ -79,7 +83,8 @@ def _limit_resources(limits: Limits) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
 
 
-def _preexec(limits: Limits) -> None:
+def _preexec(limits: Limits, group: "ControlGroup") -> None:
+    group.join()
     _cut_network()
     _limit_resources(limits)
 
@@ -139,21 +144,26 @@ def _tree_rss_mb(root_pid: int) -> float:
 def run_child(scratch: Path, limits: Limits) -> ChildOutcome:
     """Start `python -m harness.child SCRATCH` and watch it until it exits, times out or outgrows its memory."""
     token = uuid.uuid4().hex
+    group = ControlGroup.create(token, limits.memory_mb, limits.max_processes)
     log = open(scratch / "child.log", "wb")
     started = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "harness.child", str(scratch)], cwd=scratch, stdin=subprocess.DEVNULL,
-        stdout=log, stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, token),
-        start_new_session=True, preexec_fn=lambda: _preexec(limits), close_fds=True)
-    outcome = ChildOutcome(returncode=None, wall_s=0.0)
+    outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=group.describe())
     try:
-        _watch(proc, limits, started, outcome)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.child", str(scratch)], cwd=scratch, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, token),
+            start_new_session=True, preexec_fn=lambda: _preexec(limits, group), close_fds=True)
+        try:
+            _watch(proc, limits, started, outcome)
+        finally:
+            outcome.killed_pids = group.kill_all() + kill_tree(proc.pid, token)  # also reaps leftovers
+            if outcome.returncode is None:
+                outcome.returncode = proc.wait()
+            outcome.memory_exceeded |= group.hit_memory_limit()
+            outcome.wall_s = time.monotonic() - started
     finally:
-        outcome.killed_pids = kill_tree(proc.pid, token)  # also reaps anything left behind by a clean exit
-        if outcome.returncode is None:
-            outcome.returncode = proc.wait()
-        outcome.wall_s = time.monotonic() - started
         log.close()
+        group.remove()
     return outcome
 
 

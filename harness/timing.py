@@ -15,10 +15,10 @@ _perf_counter_ns = time.perf_counter_ns  # bound at import, before candidate cod
 class CpuTimer:
     """Wall time of one call with `perf_counter_ns`; the call returns only when the CPU work is done."""
 
-    def time(self, call: Callable[[], Any]) -> float:
+    def time(self, call: Callable[[], Any]) -> tuple[float, Any]:
         start = _perf_counter_ns()
-        call()
-        return (_perf_counter_ns() - start) / 1e6
+        result = call()
+        return (_perf_counter_ns() - start) / 1e6, result
 
 
 class CudaTimer:
@@ -36,18 +36,18 @@ class CudaTimer:
         l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
         self.flush_buffer = torch.empty(max(2 * l2_bytes, 64 * 2**20) // 4, dtype=torch.int32, device="cuda")
 
-    def time(self, call: Callable[[], Any]) -> float:
+    def time(self, call: Callable[[], Any]) -> tuple[float, Any]:
         torch = self.torch
         self.flush_buffer.zero_()
         torch.cuda.synchronize()
         start = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         start.record()
-        call()
+        result = call()
         torch.cuda.synchronize()
         end.record()
         end.synchronize()
-        return float(start.elapsed_time(end))
+        return float(start.elapsed_time(end)), result
 
 
 def make_timer(device: str) -> CpuTimer | CudaTimer:

@@ -66,3 +66,32 @@ def child_failure(outcome: ChildOutcome, result: J.ChildResult | None, events: l
     if status not in ("ok", "compiled"):
         return Verdict.CRASH, [f"the candidate's process reported an unknown status {status!r}"]
     return None
+
+
+def _thread_findings(threads: dict[str, dict[str, int]]) -> list[str]:
+    start, checked, timed = threads.get("start"), threads.get("after_correctness"), threads.get("after_timing")
+    findings = []
+    for state in (s for s in (checked, timed) if s and start):
+        if state["torch_threads"] != start["torch_threads"]:
+            findings.append(f"threads: the candidate changed torch's thread count from {start['torch_threads']} "
+                            f"to {state['torch_threads']} (more cores than the reference gets)")
+            break
+    for state in (s for s in (checked, timed) if s and start):
+        if state["python_threads"] > start["python_threads"]:
+            findings.append(f"threads: {state['python_threads'] - start['python_threads']} Python thread(s) the "
+                            "candidate started are still running")
+            break
+    if checked and timed and timed["os_threads"] > checked["os_threads"]:
+        findings.append(f"threads: OS threads grew from {checked['os_threads']} to {timed['os_threads']} while "
+                        "being timed (work that outlives the call)")
+    return findings
+
+
+def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy) -> list[str]:
+    """Integrity violations observed in the child, as `[check] message` reasons."""
+    if not policy.hardening:
+        return []
+    observed = list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads)
+    if reference.mutates_inputs:  # the reference writes into its inputs too: not the candidate's trick
+        observed = [o for o in observed if not o.startswith("mutation:")]
+    return [f"[{text.split(':', 1)[0]}] {text.split(':', 1)[1].strip()}" for text in observed]

@@ -1,26 +1,123 @@
+"""The static policy, read from the AST: what it rejects, what it only reports, and what it leaves alone."""
+
+from __future__ import annotations
+
+import pytest
+
 from harness.policy import EvalPolicy
 from harness.static_check import check_candidate
+from tests.conftest import CPU_CANDIDATES, CUDA_CANDIDATES, RELU_CANDIDATE, relu_variant
+
+DEFAULT, STRICT = EvalPolicy(), EvalPolicy(static_policy="strict")
+
+
+def _checks(source: str, policy: EvalPolicy = DEFAULT) -> set[str]:
+    return {f.check for f in check_candidate(source, policy).findings if f.fatal}
 
 
 def test_syntax_error_is_a_compile_error_with_the_line() -> None:
-    report = check_candidate("class ModelNew(:\n    pass\n", EvalPolicy())
+    report = check_candidate("class ModelNew(:\n    pass\n", DEFAULT)
     assert report.verdict == "compile_error"
     assert "line 1" in report.errors[0]
 
 
 def test_missing_model_new_is_rejected() -> None:
-    report = check_candidate("import torch\nclass Model: pass\n", EvalPolicy())
+    report = check_candidate("import torch\nclass Model: pass\n", DEFAULT)
     assert report.verdict == "rejected" and "ModelNew" in report.errors[0]
 
 
 def test_plain_torch_candidate_is_rejected_when_a_kernel_is_required() -> None:
     source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
-    assert check_candidate(source, EvalPolicy()).verdict == "rejected"
+    assert check_candidate(source, DEFAULT).verdict == "rejected"
     relaxed = check_candidate(source, EvalPolicy(require_custom_kernel=False))
-    assert relaxed.verdict is None and "no custom kernel" in relaxed.notes[0]
+    assert relaxed.verdict is None and any("no custom kernel" in note for note in relaxed.notes)
 
 
-def test_kernel_built_with_either_loader_passes() -> None:
-    for call in ("load_inline(name='x', cpp_sources='')", "cpp_extension.load(name='x', sources=['a.cpp'])"):
-        source = f"from torch.utils import cpp_extension\nfrom torch.utils.cpp_extension import load_inline\next = {call}\nclass ModelNew: pass\n"
-        assert check_candidate(source, EvalPolicy()).verdict is None
+@pytest.mark.parametrize("path", sorted(CPU_CANDIDATES.glob("level*/*.py")) + sorted(CUDA_CANDIDATES.glob("level*/*.py")),
+                         ids=lambda p: p.stem)
+def test_honest_bundled_kernels_pass_even_strict(path) -> None:
+    assert check_candidate(path.read_text(), STRICT).verdict is None
+
+
+def test_comments_docstrings_and_empty_try_are_not_findings() -> None:
+    source = relu_variant('"""We never use std::thread or cudaStreamCreate here."""\n'
+                          "# import threading would be bad; pass\n"
+                          "try:\n    y = relu_ext.relu_forward(x)\nexcept RuntimeError:\n    raise\nreturn y")
+    assert check_candidate(source, STRICT).verdict is None
+
+
+# Each exploit mechanism below is caught before anything runs, and the finding names the check.
+EXPLOITS = {
+    "inherits-reference": ("class Model(torch.nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+                           "class ModelNew(Model):\n    pass\n", "no-kernel"),
+    "try-fallback": (relu_variant("try:\n    return relu_ext.relu_forward(x)\nexcept Exception:\n"
+                                  "    return torch.relu(x)"), "try-fallback"),
+    "python-thread": (relu_variant("import threading\nout = torch.empty_like(x)\nreturn out"), "threads"),
+    "subprocess": (relu_variant("import subprocess\nreturn relu_ext.relu_forward(x)"), "subprocesses"),
+    "timer-patch": (relu_variant("return relu_ext.relu_forward(x)", "import time\ntime.perf_counter = lambda: 0.0"),
+                    "monkeypatch"),
+    "sync-patch": (relu_variant("return relu_ext.relu_forward(x)",
+                                "torch.cuda.synchronize = lambda *a, **k: None"), "monkeypatch"),
+    "reference-sabotage": (relu_variant("return relu_ext.relu_forward(x)",
+                                        "_slow = torch.relu\ntorch.relu = lambda t: _slow(t.clone().clone())"),
+                           "monkeypatch"),
+    "frame-introspection": (relu_variant("import sys\nreturn sys._getframe(1).f_locals['expected']"),
+                            "forbidden-api"),
+    "gc-scan": (relu_variant("import gc\nreturn [o for o in gc.get_objects() if torch.is_tensor(o)][0]"),
+                "introspection"),
+    "setattr-patch": (relu_variant("return relu_ext.relu_forward(x)",
+                                   "setattr(torch.Tensor, 'clone', lambda self: self)"), "monkeypatching"),
+    "env-read": (relu_variant("import os\nkey = os.environ.get('OPENAI_API_KEY')\nreturn relu_ext.relu_forward(x)"),
+                 "forbidden-api"),
+    "file-read": (relu_variant("return torch.load(open('/tmp/answers.pt', 'rb'))"), "file"),
+    "socket": (relu_variant("import socket\nreturn relu_ext.relu_forward(x)"), "network"),
+    "get-inputs-override": (relu_variant("return relu_ext.relu_forward(x)",
+                                         "get_inputs = lambda: [torch.ones(16, 16384)]"), "problem-override"),
+    "more-threads": (relu_variant("torch.set_num_threads(8)\nreturn relu_ext.relu_forward(x)"), "forbidden-api"),
+    "tf32": (relu_variant("return relu_ext.relu_forward(x)", "torch.backends.cuda.matmul.allow_tf32 = True"),
+             "monkeypatch"),
+    "fast-math": (RELU_CANDIDATE.read_text().replace('"-O3", "-fopenmp"', '"-O3", "-ffast-math", "-fopenmp"'),
+                  "fast-math"),
+    "cpp-thread": (RELU_CANDIDATE.read_text().replace("#include <torch/extension.h>",
+                                                      "#include <torch/extension.h>\n#include <thread>\n"
+                                                      "static void later() { std::thread([]{}).detach(); }"),
+                   "threads"),
+    "side-stream": ((CUDA_CANDIDATES / "level1" / "1_ReLU.py").read_text().replace(
+        "relu_kernel<<<blocks, threads>>>", "cudaStream_t s; cudaStreamCreate(&s);\n    relu_kernel<<<blocks, threads, 0, s>>>"),
+        "streams"),
+    "l2-persistence": ((CUDA_CANDIDATES / "level1" / "1_ReLU.py").read_text().replace(
+        "const int threads = 256;", "cudaStreamAttrValue a; a.accessPolicyWindow.num_bytes = 1 << 20;\n"
+        "    cudaStreamSetAttribute(at::cuda::getCurrentCUDAStream(), cudaStreamAttributeAccessPolicyWindow, &a);\n"
+        "    const int threads = 256;"), "streams"),
+    "cublas-stream": ((CUDA_CANDIDATES / "level1" / "1_ReLU.py").read_text().replace(
+        "const int threads = 256;", "cublasSetStream(handle, side);\n    const int threads = 256;"), "streams"),
+    "cpp-file-io": (RELU_CANDIDATE.read_text().replace("auto input = x.contiguous();",
+                                                       "FILE* f = fopen(\"/tmp/leak\", \"w\");\n    auto input = x.contiguous();"),
+                    "io"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPLOITS))
+def test_exploit_is_rejected_statically_and_names_the_check(name: str) -> None:
+    source, check = EXPLOITS[name]
+    report = check_candidate(source, DEFAULT)
+    assert report.verdict == "rejected", report.findings
+    assert check in _checks(source), (check, report.errors)
+    assert any(f"[{check}]" in error for error in report.errors)
+
+
+def test_library_compute_is_reported_by_default_and_fatal_when_strict() -> None:
+    fallback = relu_variant("return relu_ext.relu_forward(torch.nn.functional.gelu(x))")
+    default = check_candidate(fallback, DEFAULT)
+    assert default.verdict is None and any("[torch-compute]" in n for n in default.notes)
+    assert check_candidate(fallback, STRICT).verdict == "rejected"
+    cpp_fallback = RELU_CANDIDATE.read_text().replace("auto out = torch::empty_like(input);",
+                                                      "return torch::relu(input);\n    auto out = torch::empty_like(input);")
+    assert check_candidate(cpp_fallback, DEFAULT).verdict is None
+    assert "torch-compute" in _checks(cpp_fallback, STRICT)
+
+
+def test_precision_downcast_is_reported_by_default_and_fatal_when_strict() -> None:
+    half = relu_variant("return relu_ext.relu_forward(x.half().float())")
+    assert check_candidate(half, DEFAULT).verdict is None
+    assert "precision" in _checks(half, STRICT)

@@ -1,0 +1,45 @@
+"""Input distributions per trial. A problem's `get_inputs()` usually draws from one distribution (often
+`randn`); kernels that only work there (a skipped sign branch, subsampling, an analytical shortcut) fail when
+the same shapes are filled from other distributions. Each keeps the sample's sign and range so the problem's
+domain (positive inputs for `log`, probabilities in [0, 1]) still holds."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky")
+
+
+def _reshape(value: Any, name: str, generator: Any) -> Any:
+    import torch
+
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
+        return value
+    low, high = float(value.min()), float(value.max())
+    scale = float(value.float().std()) or 1.0
+    shape, dtype = value.shape, value.dtype
+    if name == "uniform":
+        fresh = torch.rand(shape, generator=generator) * (high - low) + low
+    elif name == "heavy_tailed":  # Student-t with 2 degrees of freedom, clipped to keep finite arithmetic
+        normal = torch.randn(shape, generator=generator)
+        chi = torch.randn((2, *shape), generator=generator).pow(2).sum(0).div(2).sqrt().clamp_min(1e-3)
+        fresh = (normal / chi * scale).clamp(-50 * scale, 50 * scale)
+    elif name == "spiky":  # mostly near zero, a few large spikes
+        fresh = torch.randn(shape, generator=generator) * 0.01 * scale
+        spikes = torch.rand(shape, generator=generator) < 0.01
+        fresh[spikes] = torch.randn(int(spikes.sum()), generator=generator).sign() * 10 * scale
+    else:
+        return value
+    if low >= 0:
+        fresh = fresh.abs()
+        if high <= 1.0:
+            fresh = fresh.clamp(0.0, 1.0)
+    return fresh.to(device=value.device, dtype=dtype)
+
+
+def apply_distribution(inputs: list[Any], name: str, seed: int) -> list[Any]:
+    """The same shapes and dtypes, values redrawn from `name` (integers, bools and non-tensors untouched)."""
+    import torch
+
+    generator = torch.Generator().manual_seed(seed)
+    return [_reshape(value, name, generator) for value in inputs]
