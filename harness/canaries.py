@@ -29,21 +29,39 @@ def _passthrough(inputs: list[Any]) -> Callable[[Any], Any]:
     return make
 
 
-def canary_outputs(ref: Any, inputs: list[Any]) -> dict[str, Any]:
+def _constant(value: float) -> Callable[[Any], Any]:
     import torch
 
-    def mean(t: Any) -> Any:
-        return torch.full_like(t, float(t.double().mean())) if t.is_floating_point() else torch.zeros_like(t)
+    return lambda t: torch.full_like(t, value) if t.is_floating_point() else torch.zeros_like(t)
+
+
+def canary_outputs(ref: Any, inputs: list[Any], constant: float) -> dict[str, Any]:
+    """`constant` is the mean of the reference over *all* trials: an answer that ignores this trial's inputs
+    (per-trial means would make a scalar output its own canary)."""
+    import torch
 
     return {"zeros": _map(ref, torch.zeros_like), "ones": _map(ref, torch.ones_like),
-            "passthrough": _map(ref, _passthrough(inputs)), "constant-mean": _map(ref, mean)}
+            "passthrough": _map(ref, _passthrough(inputs)), "constant-mean": _map(ref, _constant(constant))}
+
+
+def _overall_mean(outputs: list[Any]) -> float:
+    import torch
+
+    values = [t.double().mean() for out in outputs for t in _flat(out)
+              if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()]
+    return float(torch.stack(values).mean()) if values else 0.0
+
+
+def _flat(output: Any) -> list[Any]:
+    return [x for item in output for x in _flat(item)] if isinstance(output, list) else [output]
 
 
 def passing_canaries(reference: ReferenceRun, policy: EvalPolicy) -> list[str]:
     """Names of the canaries that pass every trial of this problem."""
     passing: dict[str, int] = {}
+    constant = _overall_mean(reference.outputs)
     for seed, inputs, ref in zip(reference.trial_seeds, reference.trial_inputs, reference.outputs):
-        for name, output in canary_outputs(ref, inputs).items():
+        for name, output in canary_outputs(ref, inputs, constant).items():
             if _has_none(output):
                 continue
             if compare_trial(seed, ref, output, policy).passed:

@@ -1,7 +1,8 @@
 """Input distributions per trial. A problem's `get_inputs()` usually draws from one distribution (often
 `randn`); kernels that only work there (a skipped sign branch, subsampling, an analytical shortcut) fail when
 the same shapes are filled from other distributions. Each keeps the sample's sign and range so the problem's
-domain (positive inputs for `log`, probabilities in [0, 1]) still holds."""
+domain (positive inputs for `log`, probabilities in [0, 1]) still holds, except the signed variant of `uniform`,
+used wherever the reference stays finite on it."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky")
 
 
-def _reshape(value: Any, name: str, generator: Any) -> Any:
+def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
     import torch
 
     if not isinstance(value, torch.Tensor) or not value.is_floating_point() or value.numel() < 2:
@@ -30,16 +31,21 @@ def _reshape(value: Any, name: str, generator: Any) -> Any:
         fresh[spikes] = torch.randn(int(spikes.sum()), generator=generator).sign() * 10 * scale
     else:
         return value
-    if low >= 0:
+    if name == "uniform" and not keep_sign:  # symmetric around zero: a sign branch cannot be skipped
+        bound = max(abs(low), abs(high))
+        fresh = (torch.rand(shape, generator=generator) * 2 - 1) * bound
+    elif low >= 0:
         fresh = fresh.abs()
         if high <= 1.0:
             fresh = fresh.clamp(0.0, 1.0)
     return fresh.to(device=value.device, dtype=dtype)
 
 
-def apply_distribution(inputs: list[Any], name: str, seed: int) -> list[Any]:
-    """The same shapes and dtypes, values redrawn from `name` (integers, bools and non-tensors untouched)."""
+def apply_distribution(inputs: list[Any], name: str, seed: int, keep_sign: bool = True) -> list[Any]:
+    """The same shapes and dtypes, values redrawn from `name` (integers, bools and non-tensors untouched).
+    With `keep_sign=False`, `uniform` is symmetric around zero even for non-negative samples: the hardening
+    for problems whose own inputs never exercise a sign branch (identity passes ReLU on `torch.rand`)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    return [_reshape(value, name, generator) for value in inputs]
+    return [_reshape(value, name, generator, keep_sign) for value in inputs]

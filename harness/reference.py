@@ -91,15 +91,17 @@ def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: li
 
 
 def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: str, seed: int, device: str) -> None:
-    if distribution != "default":
-        redrawn = apply_distribution(inputs, distribution, seed)
+    variants = [("signed_uniform", False), ("uniform", True)] if distribution == "uniform" else [(distribution, True)]
+    for label, keep_sign in variants if distribution != "default" else []:
+        redrawn = apply_distribution(inputs, distribution, seed, keep_sign=keep_sign)
         output, mutated = _run_once(model, redrawn, device)
         if _finite(output):
             run.trial_inputs.append(redrawn)
             run.outputs.append(output)
-            run.distributions.append(distribution)
+            run.distributions.append(label)
             run.mutates_inputs |= mutated
             return
+    if distribution != "default":
         run.notes.append(f"[distribution] {distribution} inputs make the reference non-finite; trial used the "
                          "problem's own distribution")
     output, mutated = _run_once(model, inputs, device)

@@ -15,7 +15,8 @@ from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.problem import ProblemError, load_problems
 from kernelwright import render
 from kernelwright.eval_service import UsageError, run_eval
-from kernelwright.problem_service import shrink_report
+from kernelwright.gate_service import GateResult, gate_folder, gate_store
+from kernelwright.problem_service import check_problems, shrink_report
 from store.db import StoreError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -33,6 +34,12 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
+def _policy(level: str, **fields: object) -> EvalPolicy:
+    if level not in ("strict", "default"):
+        raise _fail(f"--policy {level!r}: choose strict or default")
+    return EvalPolicy(static_policy=level, **fields)
+
+
 def _device_option(value: str) -> str:
     if value not in DEVICES:
         raise typer.BadParameter(f"choose one of {', '.join(DEVICES)}")
@@ -47,14 +54,15 @@ def eval_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL (default: $KERNELWRIGHT_DB or "
                                                        "runs/kernelwright.db)."),
-    trials: int = typer.Option(3, min=1, help="Correctness trials with fresh seeds."),
+    trials: int = typer.Option(4, min=1, help="Correctness trials with fresh seeds."),
     timeout: float = typer.Option(300.0, min=1.0, help="Seconds for build, checks and timing together."),
     threads: int = typer.Option(1, min=1, help="CPU threads for reference and candidate (CPU device)."),
     shrink: bool = typer.Option(False, help="Rescale the problem's sizes to the CPU budget first."),
+    policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not record the result."),
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
-    policy = EvalPolicy(trials=trials, timeout_s=timeout, cpu_threads=threads)
+    policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads)
     try:
         with stderr.status("evaluating") as status:
             outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
@@ -113,3 +121,63 @@ def problems_shrink(
         typer.echo(json.dumps(rows))
     else:
         render.print_table(render.shrink_table(rows))
+
+
+@problems_app.command("check")
+def problems_check(
+    path: Path = typer.Argument(..., help="Problem file or folder (a KernelBench checkout works)."),
+    level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
+    device: str = typer.Option("cpu", callback=_device_option, help="Where to run the references."),
+    shrink: bool = typer.Option(True, help="Rescale sizes to the CPU budget first (needed for KernelBench on CPU)."),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
+    try:
+        levels = {int(x) for x in level.split(",")} if level else None
+        rows = check_problems(load_problems(path, levels), device, shrink,
+                              progress=lambda m: stderr.print(m, end="\r"))
+    except (ProblemError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if json_output:
+        typer.echo(json.dumps(rows))
+    else:
+        render.print_table(render.check_table(rows))
+
+
+@app.command("gate")
+def gate_command(
+    solutions: Optional[Path] = typer.Option(None, help="Verify a folder of KernelBench-format solutions instead "
+                                                        "of the store."),
+    problems: Optional[Path] = typer.Option(None, help="Problems for --solutions (default: the bundled set)."),
+    run: Optional[str] = typer.Option(None, help="Only kernels of this run."),
+    problem: Optional[str] = typer.Option(None, help="Only problems whose key contains this text."),
+    device: str = typer.Option("auto", callback=_device_option),
+    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store to verify."),
+    policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
+    policy = _policy(policy_level)
+    try:
+        with stderr.status("verifying") as status:
+            if solutions:
+                results = gate_folder(solutions, problems, device, policy, progress=status.update)
+            else:
+                results = gate_store(db, device, policy, run, problem, progress=status.update)
+    except (UsageError, ProblemError, DeviceError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    failed = [r for r in results if not r.ok]
+    if json_output:
+        typer.echo(json.dumps({"passed": not failed, "results": [_gate_json(r) for r in results]}))
+    else:
+        render.print_table(render.gate_table(results))
+    for result in failed:
+        stderr.print(f"[bold red]FAILED[/] {result.problem} ({result.kernel}): {result.verdict}: "
+                     f"{result.reasons[0] if result.reasons else ''}")
+    if failed:
+        raise typer.Exit(EXIT_NOT_ACCEPTED)
+
+
+def _gate_json(result: GateResult) -> dict[str, object]:
+    return {"problem": result.problem, "kernel": result.kernel, "verdict": result.verdict, "ok": result.ok,
+            "speedup": result.speedup, "reasons": result.reasons}

@@ -26,3 +26,44 @@ def shrink_report(problems: list[Problem], progress: Callable[[str], None] | Non
                      "before": _describe(result.before), "after": _describe(result.after),
                      "changes": ", ".join(f"{k} {a}->{b}" for k, (a, b) in result.changes.items())})
     return rows
+
+
+def check_problems(problems: list[Problem], device: str, shrink: bool, trials: int = 4,
+                   progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Run the canaries over each problem: which trivial outputs pass on the problem's own inputs, and which
+    still pass once kernelwright's input distributions harden it."""
+    import secrets
+
+    from harness.canaries import passing_canaries
+    from harness.policy import EvalPolicy
+    from harness.reference import run_reference
+
+    policy = EvalPolicy(trials=trials)
+    rows: list[dict[str, Any]] = []
+    for index, problem in enumerate(problems):
+        if progress:
+            progress(f"[{index + 1}/{len(problems)}] {problem.key}")
+        try:
+            target = shrink_problem(problem).problem if shrink else problem
+            seeds = [secrets.randbits(31) for _ in range(trials)]
+            own = run_reference(target, device, 0, seeds, vary_distributions=False)
+            hardened = run_reference(target, device, 0, seeds, vary_distributions=True)
+        except ProblemError as exc:
+            rows.append({"problem": problem.key, "status": "error", "reason": str(exc)})
+            continue
+        weak, still = passing_canaries(own, policy), passing_canaries(hardened, policy)
+        status = "degenerate" if still else ("hardened" if weak else "ok")
+        rows.append({"problem": problem.key, "status": status, "passes_on_own_inputs": weak,
+                     "passes_after_hardening": still,
+                     "reason": _canary_reason(weak, still)})
+    return rows
+
+
+def _canary_reason(weak: list[str], still: list[str]) -> str:
+    if still:
+        return (f"trivial output(s) {', '.join(still)} pass even with varied inputs: the problem cannot tell them "
+                "from a real kernel (outputs too small or insensitive to the inputs)")
+    if weak:
+        return (f"{', '.join(weak)} pass on the problem's own inputs (KernelBench's harness would accept them); "
+                "kernelwright's varied input distributions make them fail")
+    return "every canary fails"

@@ -64,5 +64,26 @@ def shrink_table(rows: list[dict[str, Any]]) -> Table:
     return table
 
 
+def check_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table(title="canaries (trivial outputs that should fail)")
+    for column in ("problem", "status", "reason"):
+        table.add_column(column, overflow="fold")
+    colours = {"ok": "green", "hardened": "yellow", "degenerate": "red", "error": "red"}
+    for row in rows:
+        table.add_row(row["problem"], f"[{colours[row['status']]}]{row['status']}[/]", row.get("reason", ""))
+    return table
+
+
+def gate_table(results: list[Any]) -> Table:
+    table = Table(title=f"gate: {sum(r.ok for r in results)}/{len(results)} kernels hold")
+    for column in ("problem", "kernel", "verdict", "speedup", "reason"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        colour = "green" if r.ok else "red"
+        table.add_row(r.problem, r.kernel, f"[{colour}]{r.verdict}[/]",
+                      "-" if r.speedup is None else f"{r.speedup:.2f}x", "" if r.ok else (r.reasons or [""])[0][:300])
+    return table
+
+
 def print_table(table: Table) -> None:
     Console(width=max(Console().width, 120)).print(table)

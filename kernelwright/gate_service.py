@@ -1,0 +1,117 @@
+"""`kernelwright gate`: re-verify accepted kernels (from the store or a folder) in fresh processes with new
+secret seeds and every check. Anything that no longer holds fails the gate, by name and with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sqlalchemy import select
+
+from harness import EvalPolicy, evaluate
+from harness.evaluate import candidate_hash
+from kernelbench.bundled import PROBLEMS_ROOT
+from kernelbench.problem import Problem, fingerprint_source, load_problems
+from kernelwright.eval_service import UsageError
+from store import CandidateRow, EvaluationRow, open_store, record_evaluation
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class GateResult:
+    problem: str
+    kernel: str  # candidate id in the store, or the solution's path
+    verdict: str
+    speedup: float | None = None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "accepted"
+
+
+def _stored_candidates(db_url: str | None, run_id: str | None, problem_filter: str | None) -> list[CandidateRow]:
+    sessions = open_store(db_url)
+    with sessions() as session:
+        query = (select(CandidateRow).join(EvaluationRow, EvaluationRow.candidate_id == CandidateRow.id)
+                 .where(EvaluationRow.verdict == "accepted").distinct().order_by(CandidateRow.id))
+        if run_id:
+            query = query.where(CandidateRow.run_id == run_id)
+        rows = list(session.scalars(query))
+        for row in rows:
+            row.problem  # load the relationship while the session is open
+    if problem_filter:
+        rows = [r for r in rows if problem_filter.lower() in _problem_of(r).key.lower()]
+    return rows
+
+
+def _problem_of(row: CandidateRow) -> Problem:
+    p = row.problem
+    return Problem(name=p.name, source=p.source, level=p.level, problem_id=p.problem_id, path=p.path)
+
+
+def _tampering(row: CandidateRow) -> list[str]:
+    found = []
+    if candidate_hash(row.source) != row.source_hash:
+        found.append("[tampered] the stored kernel's source no longer matches the hash it was accepted with")
+    if fingerprint_source(row.problem.source) != row.problem.fingerprint:
+        found.append("[tampered] the stored problem's source no longer matches its fingerprint")
+    return found
+
+
+def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str | None = None,
+               problem_filter: str | None = None, progress: Progress | None = None) -> list[GateResult]:
+    rows = _stored_candidates(db_url, run_id, problem_filter)
+    if not rows:
+        raise UsageError("no accepted kernels in the store match: nothing to verify (check --db, --run, --problem)")
+    sessions = open_store(db_url)
+    results = []
+    for index, row in enumerate(rows):
+        problem = _problem_of(row)
+        if progress:
+            progress(f"[{index + 1}/{len(rows)}] {problem.key} (candidate {row.id})")
+        tampered = _tampering(row)
+        if tampered:
+            results.append(GateResult(problem.key, f"candidate {row.id}", "tampered", reasons=tampered))
+            continue
+        evaluation = evaluate(problem, row.source, device, policy)
+        record_evaluation(sessions, problem, row.source, evaluation, origin=f"gate of candidate {row.id}")
+        results.append(GateResult(problem.key, f"candidate {row.id}", evaluation.verdict.value, evaluation.speedup,
+                                  evaluation.reasons))
+    return results
+
+
+def _match(problems: list[Problem], solution: Path, root: Path) -> Problem | None:
+    """`levelN/<id>_<Name>.py` matches by key; a bare `<id>_<Name>.py` or `<Name>.py` when only one fits."""
+    relative = solution.relative_to(root).with_suffix("").as_posix().lower()
+    by_key = [p for p in problems if p.key.lower() == relative]
+    if by_key:
+        return by_key[0]
+    stem = solution.stem.lower()
+    by_stem = [p for p in problems if stem in (f"{p.problem_id}_{p.name}".lower(), p.name.lower())]
+    return by_stem[0] if len(by_stem) == 1 else None
+
+
+def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
+                progress: Progress | None = None) -> list[GateResult]:
+    if not solutions.is_dir():
+        raise UsageError(f"{solutions}: not a folder of solutions")
+    problems = load_problems(problems_path or PROBLEMS_ROOT)
+    files = sorted(solutions.rglob("*.py"))
+    if not files:
+        raise UsageError(f"{solutions}: no .py solutions found")
+    results = []
+    for index, file in enumerate(files):
+        problem = _match(problems, file, solutions)
+        if progress:
+            progress(f"[{index + 1}/{len(files)}] {file.name}")
+        if problem is None:
+            results.append(GateResult("?", str(file), "unmatched",
+                                      reasons=["no problem matches this file (name it levelN/<id>_<Name>.py)"]))
+            continue
+        evaluation = evaluate(problem, file.read_text(), device, policy)
+        results.append(GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
+                                  evaluation.reasons))
+    return results

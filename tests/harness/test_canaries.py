@@ -1,0 +1,74 @@
+"""Canaries and input distributions: trivial outputs must fail, and where a problem's own inputs let one pass,
+the varied distributions harden it or the harness says the problem is degenerate."""
+
+from __future__ import annotations
+
+import torch
+
+from harness.canaries import passing_canaries
+from harness.distributions import apply_distribution
+from harness.policy import EvalPolicy
+from harness.reference import run_reference
+from kernelbench.bundled import bundled_problems
+from kernelbench.problem import problem_from_source
+from kernelwright.problem_service import check_problems
+
+TEMPLATE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {body}
+
+def get_inputs():
+    return [{inputs}]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _problem(body: str, inputs: str):
+    return problem_from_source(TEMPLATE.format(body=body, inputs=inputs), "P")
+
+
+def test_identity_passes_relu_on_non_negative_inputs_until_hardened() -> None:
+    relu_on_rand = _problem("torch.relu(x)", "torch.rand(64, 64)")  # KernelBench's own weakness
+    own = run_reference(relu_on_rand, "cpu", 0, [1, 2, 3, 4], vary_distributions=False)
+    hardened = run_reference(relu_on_rand, "cpu", 0, [1, 2, 3, 4], vary_distributions=True)
+    assert "passthrough" in passing_canaries(own, EvalPolicy())
+    assert "passthrough" not in passing_canaries(hardened, EvalPolicy())
+    assert hardened.distributions[1] == "signed_uniform"
+
+
+def test_domain_is_kept_where_the_reference_needs_it() -> None:
+    log = _problem("torch.log(x)", "torch.rand(64, 64) + 0.1")
+    run = run_reference(log, "cpu", 0, [1, 2, 3, 4])
+    assert run.distributions == ["default", "uniform", "heavy_tailed", "spiky"]  # no signed inputs for log
+    assert all(bool(torch.isfinite(o).all()) for o in run.outputs)
+
+
+def test_tiny_outputs_are_not_degenerate_thanks_to_the_relative_error_check() -> None:
+    rows = check_problems([_problem("x * 1e-7", "torch.randn(64, 64)")], "cpu", shrink=False)
+    assert rows[0]["status"] == "ok"  # zeros are within atol everywhere, but 100% off relative to the output
+
+
+def test_output_insensitive_to_inputs_is_reported_degenerate() -> None:
+    softmax_of_one = _problem("torch.softmax(x, dim=1)", "torch.randn(64, 1)")  # always exactly 1.0
+    rows = check_problems([softmax_of_one], "cpu", shrink=False)
+    assert rows[0]["status"] == "degenerate" and "ones" in rows[0]["passes_after_hardening"]
+
+
+def test_bundled_problems_have_no_passing_canary() -> None:
+    rows = check_problems(bundled_problems(), "cpu", shrink=False)
+    assert {r["status"] for r in rows} == {"ok"}, rows
+
+
+def test_distributions_keep_shape_dtype_and_integers() -> None:
+    inputs = [torch.randn(8, 8), torch.randint(0, 5, (8,)), 3, torch.rand(4).half()]
+    for name in ("uniform", "heavy_tailed", "spiky"):
+        out = apply_distribution(inputs, name, seed=7)
+        assert out[0].shape == (8, 8) and out[0].dtype == torch.float32 and not torch.equal(out[0], inputs[0])
+        assert out[1] is inputs[1] and out[2] == 3 and out[3].dtype == torch.float16
+        assert bool((out[3] >= 0).all())  # non-negative inputs stay non-negative unless asked otherwise
