@@ -1,0 +1,88 @@
+"""`kernelwright gate` as a CI job would run it: a store with one good and one tampered kernel fails and names
+the bad one; a folder of solutions is matched to problems and verified."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import update
+
+from harness import EvalPolicy, evaluate
+from kernelbench.bundled import find_bundled
+from store import CandidateRow, open_store, record_evaluation
+from tests.conftest import RELU_CANDIDATE, relu_variant
+
+pytestmark = pytest.mark.slow
+KERNELWRIGHT = str(Path(sys.executable).parent / "kernelwright")
+
+
+def _gate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([KERNELWRIGHT, "gate", "--device", "cpu", "--json", *args], capture_output=True,
+                          text=True, timeout=900, env=os.environ.copy())
+
+
+def _store_two_accepted(db: str) -> tuple[int, int]:
+    sessions = open_store(db)
+    relu = find_bundled("relu")
+    ids = []
+    for source in (RELU_CANDIDATE.read_text(), relu_variant("y = relu_ext.relu_forward(x)\nreturn y")):
+        evaluation = evaluate(relu, source, "cpu", EvalPolicy(timing_budget_s=0.1))
+        assert evaluation.accepted, evaluation.reasons
+        record_evaluation(sessions, relu, source, evaluation)
+    with sessions() as session:
+        ids = [row.id for row in session.query(CandidateRow).order_by(CandidateRow.id)]
+    return ids[0], ids[1]
+
+
+def test_gate_passes_a_good_store_and_fails_a_tampered_kernel(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'gate.db'}"
+    good, bad = _store_two_accepted(db)
+    result = _gate("--db", db)
+    assert result.returncode == 0, result.stderr
+    assert [r["ok"] for r in json.loads(result.stdout)["results"]] == [True, True]
+    with open_store(db).begin() as session:  # someone edits an accepted kernel in place...
+        session.execute(update(CandidateRow).where(CandidateRow.id == bad)
+                        .values(source=relu_variant("relu_ext.relu_forward(x)\nreturn x.abs()")))
+    result = _gate("--db", db)
+    assert result.returncode == 1
+    rows = {r["kernel"]: r for r in json.loads(result.stdout)["results"]}
+    assert rows[f"candidate {good}"]["ok"] and rows[f"candidate {bad}"]["verdict"] == "tampered"
+    assert f"candidate {bad}" in result.stderr and "FAILED" in result.stderr
+
+
+def test_gate_reverifies_with_fresh_seeds_when_the_hash_was_also_updated(tmp_path: Path) -> None:
+    """A kernel that is wrong but carries a matching hash still fails: the gate re-runs every check."""
+    from harness.evaluate import candidate_hash
+
+    db = f"sqlite:///{tmp_path / 'gate.db'}"
+    _, bad = _store_two_accepted(db)
+    wrong = relu_variant("relu_ext.relu_forward(x)\nreturn x.abs()")
+    with open_store(db).begin() as session:
+        session.execute(update(CandidateRow).where(CandidateRow.id == bad)
+                        .values(source=wrong, source_hash=candidate_hash(wrong)))
+    result = _gate("--db", db)
+    assert result.returncode == 1
+    failed = [r for r in json.loads(result.stdout)["results"] if not r["ok"]]
+    assert [r["verdict"] for r in failed] == ["incorrect"]
+
+
+def test_gate_over_a_folder_of_solutions(tmp_path: Path) -> None:
+    solutions = tmp_path / "solutions" / "level1"
+    solutions.mkdir(parents=True)
+    (solutions / "1_ReLU.py").write_text(RELU_CANDIDATE.read_text())
+    (solutions / "2_GELU.py").write_text(RELU_CANDIDATE.read_text())  # the wrong kernel for GELU
+    (solutions / "99_Unknown.py").write_text("x = 1\n")
+    result = _gate("--solutions", str(tmp_path / "solutions"))
+    assert result.returncode == 1
+    verdicts = {Path(r["kernel"]).name: r["verdict"] for r in json.loads(result.stdout)["results"]}
+    assert verdicts == {"1_ReLU.py": "accepted", "2_GELU.py": "incorrect", "99_Unknown.py": "unmatched"}
+
+
+def test_gate_with_nothing_to_verify_is_a_usage_error(tmp_path: Path) -> None:
+    result = _gate("--db", f"sqlite:///{tmp_path / 'empty.db'}")
+    assert result.returncode == 2 and "nothing to verify" in result.stderr
