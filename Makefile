@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-gpu bench clean
+.PHONY: setup demo test test-gpu bench bench-hardening clean
 
 setup: $(STAMP)
 
@@ -30,6 +30,9 @@ test-gpu: setup
 
 bench: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_eval.py
+
+bench-hardening: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_hardening.py
 
 clean:
 	rm -rf $(VENV) runs/builds runs/scratch

@@ -77,6 +77,7 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
     device = resolve_device(device)
     evaluation = _new_evaluation(problem, candidate_source, device, policy)
     static = check_candidate(candidate_source, policy)
+    evaluation.phase_seconds["static"] = time.perf_counter() - started
     evaluation.reasons.extend(static.notes)
     if static.verdict:
         evaluation.verdict = Verdict(static.verdict)
@@ -187,9 +188,11 @@ def _decide(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome, refere
     if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing:
         _judge_timing(evaluation, result)
     if policy.hardening:
+        canary_started = time.perf_counter()
         evaluation.reasons.extend(f"[degenerate-problem] a '{name}' output passes every trial of this problem: "
                                   "correctness here says less than it should"
                                   for name in passing_canaries(reference, policy))
+        evaluation.phase_seconds["canaries"] = time.perf_counter() - canary_started
 
 
 def _rejected_after_build(evaluation: Evaluation, result: J.ChildResult, policy: EvalPolicy) -> bool:
