@@ -1,4 +1,4 @@
-# kernelwright: `make demo` runs the main job offline; `make test` runs the test suite. Both set up first.
+# kernelwright: `make demo` runs the main job (optimize) offline; `make test` runs the tests. Both set up first.
 # TORCH_SPEC selects the torch build: the default is the CPU build these machines have. On a GPU machine use
 #   make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
 # or TORCH_SPEC=skip to keep a torch that is already installed in the interpreter (`PYTHON=...`).
@@ -19,8 +19,10 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# offline: the scripted model (agent/scripts/demo_max_reduction.json) plays coder and judge on the CPU device
 demo: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright eval relu kernelbench/bundled/candidates/cpu/level1/1_ReLU.py --device cpu
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright optimize Max_reduction_over_a_dimension --device cpu \
+		--model scripted:demo_max_reduction.json --rounds 3
 
 test: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)

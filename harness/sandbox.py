@@ -83,8 +83,13 @@ def _limit_resources(limits: Limits) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
 
 
+PR_SET_PDEATHSIG = 1
+
+
 def _preexec(limits: Limits, group: "ControlGroup") -> None:
     group.join()
+    if _libc is not None:  # if the evaluating process is killed, its child goes too
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     _cut_network()
     _limit_resources(limits)
 

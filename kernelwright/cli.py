@@ -15,7 +15,10 @@ from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.problem import ProblemError, load_problems
 from kernelwright import render
 from kernelwright.eval_service import UsageError, run_eval
+from agent.config import OptimizeConfig
+from agent.recorder import ResumeError
 from kernelwright.gate_service import GateResult, gate_folder, gate_store
+from kernelwright.optimize_service import ModelOptions, run_optimize
 from kernelwright.problem_service import check_problems, shrink_report
 from store.db import StoreError
 
@@ -181,3 +184,43 @@ def gate_command(
 def _gate_json(result: GateResult) -> dict[str, object]:
     return {"problem": result.problem, "kernel": result.kernel, "verdict": result.verdict, "ok": result.ok,
             "speedup": result.speedup, "reasons": result.reasons}
+
+
+@app.command("optimize")
+def optimize_command(
+    problem: Optional[str] = typer.Argument(None, help="Problem file or bundled problem name (optional with "
+                                                       "--resume)."),
+    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda or auto."),
+    model: Optional[str] = typer.Option(None, help="Model name (default gpt-4o), or scripted:FILE for replies "
+                                                   "from a file."),
+    judge_model: Optional[str] = typer.Option(None, help="A different model for the judge."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Name of the environment variable holding the key."),
+    temperature: Optional[float] = typer.Option(None, help="Sampling temperature."),
+    reasoning_effort: Optional[str] = typer.Option(None, help="low, medium or high (reasoning models)."),
+    prices: Optional[str] = typer.Option(None, help="JSON price table to add: {model: {input, output}} USD/1M."),
+    rounds: int = typer.Option(4, min=1, help="Rounds, the seed round included."),
+    candidates: int = typer.Option(1, min=1, help="Candidates per round, evaluated in parallel."),
+    patience: int = typer.Option(2, min=1, help="Stop after this many rounds without improvement."),
+    max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget for the whole run."),
+    budget_usd: Optional[float] = typer.Option(None, min=0.0, help="Dollar budget for the whole run."),
+    time_limit: Optional[float] = typer.Option(None, min=1.0, help="Seconds after which no new round starts."),
+    resume: Optional[str] = typer.Option(None, help="Continue this run where it stopped."),
+    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """One PyTorch program in, the fastest verified kernel out (best.py and report.md in runs/RUN_ID/)."""
+    config = OptimizeConfig(device=device, rounds=rounds, candidates=candidates, patience=patience,
+                            max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
+    models = ModelOptions(model=model, judge_model=judge_model, base_url=base_url, api_key_env=api_key_env,
+                          temperature=temperature, reasoning_effort=reasoning_effort, prices=prices)
+    try:
+        summary = run_optimize(problem, config, models, db, resume, progress=lambda m: stderr.print(m))
+    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+        raise _fail(str(exc)) from None
+    if json_output:
+        typer.echo(json.dumps(summary))
+    else:
+        render.print_table(render.optimize_table(summary))
+    if summary["best"] is None:
+        raise typer.Exit(EXIT_NOT_ACCEPTED)

@@ -85,5 +85,19 @@ def gate_table(results: list[Any]) -> Table:
     return table
 
 
+def optimize_table(summary: dict[str, Any]) -> Table:
+    table = Table(title=f"optimize {summary['problem']}", show_header=False)
+    best = summary["best"]
+    table.add_row("run", summary["run_id"])
+    table.add_row("status", summary["status"])
+    table.add_row("best", "none accepted" if best is None else
+                  f"[bold green]{best['speedup']:.3f}x[/] (round {best['round']}) -> {best['path']}")
+    table.add_row("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']} prompt + "
+                         f"{summary['completion_tokens']} completion tokens, ${summary['cost_usd']:.4f}")
+    table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))
+    table.add_row("report", f"{summary['folder']}/report.md")
+    return table
+
+
 def print_table(table: Table) -> None:
     Console(width=max(Console().width, 120)).print(table)

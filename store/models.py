@@ -92,3 +92,27 @@ class EvaluationRow(Base):
     created_at: Mapped[datetime] = mapped_column(default=_now)
 
     candidate: Mapped[CandidateRow] = relationship(back_populates="evaluations")
+
+
+class LLMCallRow(Base):
+    """Every prompt and reply, stored as it happens: a crash loses nothing and `--resume` replays them."""
+
+    __tablename__ = "llm_calls"
+    __table_args__ = (Index("ix_llm_call_slot", "run_id", "problem_ref", "round", "purpose", "slot"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"))
+    problem_ref: Mapped[int | None] = mapped_column(ForeignKey("problems.id"), nullable=True)
+    round: Mapped[int] = mapped_column(Integer)
+    purpose: Mapped[str] = mapped_column(String(16))  # coder | judge
+    slot: Mapped[int] = mapped_column(Integer, default=0)  # which of the round's N candidates
+    model: Mapped[str] = mapped_column(String(200))
+    messages: Mapped[list[dict[str, str]]] = mapped_column(JSON)
+    reply: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    reasoning_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    created_at: Mapped[datetime] = mapped_column(default=_now)

@@ -24,10 +24,12 @@ def upsert_problem(session: Session, problem: Problem, suite: str = "local") -> 
 
 def upsert_candidate(session: Session, problem_row: ProblemRow, source: str, source_hash: str,
                      run_id: str | None = None, origin: str | None = None, **fields: Any) -> CandidateRow:
-    """The same source for the same problem (outside a run) is one candidate with many evaluations."""
+    """The same source for the same problem (in the same run, or outside any run) is one candidate with many
+    evaluations."""
+    same_run = CandidateRow.run_id == run_id if run_id else CandidateRow.run_id.is_(None)
     query = select(CandidateRow).where(CandidateRow.problem_ref == problem_row.id,
-                                       CandidateRow.source_hash == source_hash, CandidateRow.run_id.is_(None))
-    row = None if run_id else session.scalar(query)
+                                       CandidateRow.source_hash == source_hash, same_run)
+    row = session.scalar(query)
     if row is None:
         row = CandidateRow(problem_ref=problem_row.id, run_id=run_id, source=source, source_hash=source_hash,
                            origin=origin, **fields)
@@ -48,11 +50,12 @@ def evaluation_row(candidate: CandidateRow, evaluation: Evaluation) -> Evaluatio
 
 
 def record_evaluation(sessions: sessionmaker[Session], problem: Problem, source: str, evaluation: Evaluation,
-                      run_id: str | None = None, origin: str | None = None) -> int:
+                      run_id: str | None = None, origin: str | None = None, **candidate_fields: Any) -> int:
     """Store problem, candidate and evaluation in one transaction; returns the evaluation's id."""
     with sessions.begin() as session:
         problem_row = upsert_problem(session, problem)
-        candidate = upsert_candidate(session, problem_row, source, evaluation.candidate_hash, run_id, origin)
+        candidate = upsert_candidate(session, problem_row, source, evaluation.candidate_hash, run_id, origin,
+                                     **candidate_fields)
         row = evaluation_row(candidate, evaluation)
         session.add(row)
         session.flush()

@@ -1,0 +1,23 @@
+"""Configuration of one optimize run. Stored whole with the run, so a run can be resumed and re-read exactly."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from harness.policy import EvalPolicy
+
+
+class OptimizeConfig(BaseModel):
+    """What an `optimize` run may do and spend."""
+
+    device: str = Field("cpu", description="cpu or cuda: where candidates are built, checked and timed.")
+    rounds: int = Field(4, ge=1, description="Rounds, the seed round included.")
+    candidates: int = Field(1, ge=1, description="Candidates per round (best-of-N), evaluated in parallel.")
+    patience: int = Field(2, ge=1, description="Stop after this many rounds without a faster accepted kernel.")
+    max_tokens: int | None = Field(None, description="Stop when prompt + completion tokens reach this.")
+    budget_usd: float | None = Field(None, description="Stop when the LLM spend reaches this.")
+    time_limit_s: float | None = Field(None, description="Stop starting new rounds after this many seconds.")
+    exemplars: int = Field(3, ge=0, description="Earlier accepted kernels (distinct speed buckets) per prompt.")
+    reply_tokens: int | None = Field(None, description="Cap on one reply's completion tokens.")
+    workers: int = Field(2, ge=1, description="Evaluations run at the same time (each in its own process).")
+    policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")

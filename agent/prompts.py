@@ -1,0 +1,87 @@
+"""Prompts for the coder and the judge. The coder writes kernels; the judge diagnoses and prescribes one change.
+Neither ever sees, writes or changes the tests a kernel is judged by."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.llm import Message
+from agent.parse import JudgeAdvice
+from kernelbench.problem import Problem
+
+DEVICE_RULES = {
+    "cpu": ("Target: the CPU. Write the kernel in C++ (OpenMP allowed: pass -fopenmp in extra_cflags and "
+            "extra_ldflags) and build it with torch.utils.cpp_extension.load_inline(cpp_sources=..., functions=[...])."),
+    "cuda": ("Target: an NVIDIA GPU. Write CUDA C++ kernels and build them with "
+             "torch.utils.cpp_extension.load_inline(cpp_sources=<declarations>, cuda_sources=<kernels and "
+             "launchers>, functions=[...]). Launch on the current stream (at::cuda::getCurrentCUDAStream())."),
+}
+RULES = """Rules the harness enforces (a violation is rejected, never accepted):
+- A complete Python file with `class ModelNew(nn.Module)` taking the same constructor arguments as `Model`,
+  whose `forward` takes the same inputs and returns the same outputs (shape, dtype, values).
+- All compute of `forward` in your own kernels: no PyTorch operators or vendor libraries for the answer.
+- No try/except fallbacks, threads, processes, streams, file/network/environment access, monkeypatching,
+  introspection, fast-math or lower precision than the reference. Build parameters identically to `Model`
+  (same modules created in the same order) so the weights match.
+- Reply with your reasoning, then the whole file in one ```python code block."""
+
+
+@dataclass
+class Attempt:
+    """One evaluated candidate, as the prompts show it."""
+
+    source: str
+    verdict: str
+    reasons: list[str] = field(default_factory=list)
+    speedup: float | None = None
+    ref_ms: float | None = None
+    candidate_ms: float | None = None
+    resources: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"verdict: {self.verdict}"]
+        if self.speedup is not None:
+            lines.append(f"speedup: {self.speedup:.3f}x (reference {self.ref_ms:.4f} ms, candidate "
+                         f"{self.candidate_ms:.4f} ms)")
+        lines += [f"reason: {r[:1500]}" for r in self.reasons[:6]]
+        lines += [f"kernel {k.get('kernel')}: {k.get('registers')} registers, {k.get('shared_bytes', 0)} B shared, "
+                  f"{k.get('spill_store_bytes', 0)} B spilled" for k in self.resources]
+        return "\n".join(lines)
+
+
+@dataclass
+class Exemplar:
+    source: str
+    speedup: float
+
+
+def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | None, previous: Attempt | None,
+                   exemplars: list[Exemplar]) -> list[Message]:
+    parts = [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
+             f"{problem.source.strip()}\n```", DEVICE_RULES.get(device, DEVICE_RULES["cuda"]), RULES]
+    if exemplars:
+        shown = "\n\n".join(f"Earlier kernel, measured {e.speedup:.2f}x:\n```python\n{e.source.strip()}\n```"
+                            for e in sorted(exemplars, key=lambda e: e.speedup))
+        parts.append("Earlier accepted kernels for this problem, slowest first. Before writing yours, explain in "
+                     f"a few sentences why the faster ones are faster.\n\n{shown}")
+    if previous is not None:
+        parts.append(f"Your previous attempt:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
+    if advice is not None:
+        parts.append(f"The reviewer's diagnosis: {advice.diagnosis}\nMake this change: {advice.change}")
+    return [{"role": "system", "content": "You write fast, correct kernels for PyTorch programs."},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str) -> list[Message]:
+    mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
+            if attempt.verdict != "accepted" else
+            "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
+    schema = json.dumps({"diagnosis": "what is wrong or what limits speed", "change": "one concrete change",
+                         "expected_effect": "what it should do"})
+    content = (f"Problem:\n```python\n{problem.source.strip()}\n```\n\nCandidate kernel:\n```python\n"
+               f"{attempt.source.strip()}\n```\n\nEvaluation on {device} ({hardware}):\n{attempt.summary()}\n\n"
+               f"{mode}\nAnswer with JSON only: {schema}")
+    return [{"role": "system", "content": "You review GPU/CPU kernels. You prescribe exactly one change."},
+            {"role": "user", "content": content}]

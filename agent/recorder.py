@@ -1,0 +1,141 @@
+"""Everything a run leaves behind, written as it happens: the store (run, LLM calls, candidates, evaluations)
+and `runs/<run-id>/` (candidate sources, transcript.jsonl, best.py, report.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent.config import OptimizeConfig
+from agent.llm import LLMReply, Message
+from harness import Evaluation
+from kernelbench.problem import Problem
+from store import ProblemRow, record_evaluation
+from store import runs as run_store
+from store.results import upsert_problem
+
+if TYPE_CHECKING:
+    from agent.loop import RunResult
+
+
+class ResumeError(ValueError):
+    """The run cannot be resumed as asked; the message says why."""
+
+
+class RunRecorder:
+    def __init__(self, sessions: sessionmaker[Session], run_id: str, problem: Problem, folder: Path,
+                 config: OptimizeConfig) -> None:
+        self.sessions, self.run_id, self.problem, self.folder, self.config = sessions, run_id, problem, folder, config
+        (folder / "candidates").mkdir(parents=True, exist_ok=True)
+
+    @classmethod
+    def start(cls, sessions: sessionmaker[Session], problem: Problem, config: OptimizeConfig, model: str,
+              runs_root: Path) -> "RunRecorder":
+        with sessions.begin() as session:
+            upsert_problem(session, problem)
+        stored = {"optimize": config.model_dump(), "problem": {"key": problem.key, "fingerprint": problem.fingerprint,
+                                                                "path": problem.path}, "model": model}
+        run_id = run_store.create_run(sessions, "optimize", model, stored)
+        return cls(sessions, run_id, problem, runs_root / run_id, config)
+
+    @classmethod
+    def resume(cls, sessions: sessionmaker[Session], run_id: str, runs_root: Path) -> "RunRecorder":
+        run = run_store.get_run(sessions, run_id)
+        if run is None or run.kind != "optimize":
+            raise ResumeError(f"no optimize run {run_id!r} in this store (see `kernelwright runs list`)")
+        fingerprint = run.config["problem"]["fingerprint"]
+        with sessions() as session:
+            row = session.scalar(select(ProblemRow).where(ProblemRow.fingerprint == fingerprint))
+        if row is None:
+            raise ResumeError(f"run {run_id}: its problem is missing from the store")
+        problem = Problem(name=row.name, source=row.source, level=row.level, problem_id=row.problem_id, path=row.path)
+        run_store.set_run_status(sessions, run_id, "running")
+        return cls(sessions, run_id, problem, runs_root / run_id, OptimizeConfig.model_validate(run.config["optimize"]))
+
+    def finished_call(self, round_: int, purpose: str, slot: int) -> str | None:
+        row = run_store.finished_llm_call(self.sessions, self.run_id, self.problem, round_, purpose, slot)
+        return row.reply if row is not None else None
+
+    def llm_call(self, round_: int, purpose: str, slot: int, model: str, messages: list[Message],
+                 reply: LLMReply | None, error: str | None) -> None:
+        run_store.record_llm_call(self.sessions, self.run_id, self.problem, round_, purpose, slot, model, messages,
+                                  reply, error)
+        entry = {"round": round_, "purpose": purpose, "slot": slot, "model": model, "messages": messages,
+                 "reply": reply.content if reply else None, "error": error,
+                 "usage": reply.usage.model_dump() if reply else None, "cost_usd": reply.cost_usd if reply else 0.0}
+        with open(self.folder / "transcript.jsonl", "a") as transcript:
+            transcript.write(json.dumps(entry) + "\n")
+
+    def save_candidate(self, round_: int, slot: int, source: str) -> Path:
+        path = self.folder / "candidates" / f"round{round_ + 1}_candidate{slot + 1}.py"
+        path.write_text(source)
+        return path
+
+    def known_evaluation(self, source_hash: str) -> Evaluation | None:
+        return run_store.run_evaluation(self.sessions, self.run_id, self.problem, source_hash)
+
+    def evaluation(self, round_: int, slot: int, source: str, evaluation: Evaluation) -> None:
+        record_evaluation(self.sessions, self.problem, source, evaluation, run_id=self.run_id, origin="llm",
+                          round=round_)
+
+    def accepted_kernels(self) -> list[tuple[str, float]]:
+        return run_store.accepted_in_problem(self.sessions, self.problem)
+
+    def totals(self) -> dict[str, Any]:
+        return run_store.totals(self.sessions, self.run_id)
+
+    def hardware_description(self) -> str:
+        if self.config.device == "cuda":
+            import torch
+
+            props = torch.cuda.get_device_properties(0)
+            return (f"{props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.0f} GiB, "
+                    f"L2 {getattr(props, 'L2_cache_size', 0) / 2**20:.0f} MiB")
+        threads = self.config.policy.cpu_threads
+        return f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, timed with {threads} thread(s)"
+
+    def finish(self, result: "RunResult") -> dict[str, Any]:
+        best_path = None
+        if result.best is not None:
+            best_path = self.folder / "best.py"
+            best_path.write_text(result.best.attempt.source)
+        (self.folder / "report.md").write_text(self._report(result))
+        run_store.set_run_status(self.sessions, self.run_id, result.status)
+        totals = self.totals()
+        best = None if result.best is None else {"verdict": result.best.attempt.verdict,
+                                                 "speedup": result.best.attempt.speedup, "path": str(best_path),
+                                                 "round": result.best.round + 1}
+        return {"run_id": self.run_id, "status": result.status, "problem": self.problem.key, "best": best,
+                **totals, "folder": str(self.folder), "seconds": _split(result.seconds)}
+
+    def _report(self, result: "RunResult") -> str:
+        totals = self.totals()
+        lines = [f"# optimize {self.problem.key}", "", f"run `{self.run_id}`, status **{result.status}**, "
+                 f"device {self.config.device}, {totals['llm_calls']} LLM calls, "
+                 f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens, ${totals['cost_usd']:.4f}", "",
+                 "| round | candidate | verdict | speedup | first reason |", "|---|---|---|---|---|"]
+        for o in result.outcomes:
+            speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
+            reason = (o.attempt.reasons[0] if o.attempt.reasons else "").replace("|", "\\|").replace("\n", " ")[:160]
+            lines.append(f"| {o.round + 1} | {o.slot + 1} | {o.attempt.verdict} | {speed} | {reason} |")
+        if result.best:
+            lines += ["", f"Best: round {result.best.round + 1}, {result.best.attempt.speedup:.3f}x, saved as `best.py`."]
+        else:
+            lines += ["", "No candidate was accepted."]
+        return "\n".join(lines) + "\n"
+
+
+def _split(seconds: dict[str, float]) -> dict[str, float]:
+    wall = seconds.get("wall", 0.0)
+    evaluation = seconds.get("evaluation", 0.0)
+    compile_s = min(seconds.get("compile", 0.0), evaluation)
+    llm = seconds.get("llm_wait", 0.0)
+    return {"wall": round(wall, 3), "llm_wait": round(llm, 3), "compile": round(compile_s, 3),
+            "evaluation_excluding_compile": round(evaluation - compile_s, 3),
+            "agent_overhead": round(max(0.0, wall - llm - evaluation), 3)}

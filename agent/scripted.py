@@ -1,0 +1,55 @@
+"""A deterministic chat model for tests and offline demos: replies come from a JSON file.
+
+    {"replies": [{"purpose": "coder", "problem": "Max_reduction", "content": "..."},
+                 {"purpose": "judge", "content": "{\"diagnosis\": ..., \"change\": ...}"}]}
+
+Each call takes the first unused reply with the call's purpose whose `problem` (optional) appears in the last
+user message: in order, or matched to the problem.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.llm import LLMError, LLMReply, Message, Usage
+
+BUNDLED_SCRIPTS = Path(__file__).parent / "scripts"
+
+
+class ScriptedModel:
+    def __init__(self, path: Path) -> None:
+        if not path.exists() and (BUNDLED_SCRIPTS / path.name).exists():
+            path = BUNDLED_SCRIPTS / path.name
+        try:
+            data = json.loads(path.read_text())
+            self.replies = [dict(r) for r in data["replies"]]
+            assert all(isinstance(r["content"], str) and r.get("purpose") in ("coder", "judge") for r in self.replies)
+        except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
+            raise ValueError(f"{path}: not a script of replies ({exc}); expected "
+                             '{"replies": [{"purpose": "coder"|"judge", "content": "...", "problem": "optional"}]}')
+        self.used = [False] * len(self.replies)
+        self.name = "scripted"
+
+    def _take(self, messages: list[Message], purpose: str) -> dict[str, str] | None:
+        prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        for index, reply in enumerate(self.replies):
+            if self.used[index] or reply["purpose"] != purpose:
+                continue
+            if reply.get("problem") and reply["problem"] not in prompt:
+                continue
+            self.used[index] = True
+            return reply
+        return None
+
+    def complete(self, messages: list[Message], *, purpose: str, max_tokens: int | None = None) -> LLMReply:
+        reply = self._take(messages, purpose)
+        if reply is None:
+            raise LLMError(f"the script has no {purpose} reply left for this prompt")
+        usage = Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
+                      completion_tokens=len(reply["content"]) // 4)
+        return LLMReply(content=reply["content"], model="scripted", usage=usage)
+
+    def replayed(self, messages: list[Message], purpose: str) -> None:
+        """A resumed run replayed this call from the store: the script moves past the reply it was given."""
+        self._take(messages, purpose)

@@ -1,0 +1,29 @@
+"""The reward of one evaluation.
+
+    reward = 0                                         if the verdict is not `accepted`
+    reward = clip(1 + log2(speedup), FLOOR, CEILING)   if accepted
+
+So parity earns 1, each doubling of speed one more point, a correct but slower kernel at least FLOOR (it is
+still worth more than a wrong one) and nothing above CEILING (16x), which caps what a timing outlier can earn.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+FLOOR = 0.1
+CEILING = 5.0
+
+
+def reward(verdict: str, speedup: float | None) -> float:
+    if verdict != "accepted" or speedup is None or not math.isfinite(speedup) or speedup <= 0:
+        return 0.0
+    return min(CEILING, max(FLOOR, 1.0 + math.log2(speedup)))
+
+
+def reward_of(record: Any) -> float:
+    """The reward of a stored evaluation record (a dict from the store or a harness Evaluation)."""
+    if isinstance(record, dict):
+        return reward(str(record.get("verdict")), record.get("speedup"))
+    return reward(getattr(record.verdict, "value", record.verdict), record.speedup)

@@ -1,0 +1,47 @@
+import math
+import random
+
+import pytest
+
+from rewards import reward, select_exemplars
+from rewards.exemplars import bucket_of
+from rewards.reward import CEILING, FLOOR, reward_of
+
+
+@pytest.mark.parametrize("verdict, speedup, expected", [
+    ("accepted", 1.0, 1.0), ("accepted", 2.0, 2.0), ("accepted", 8.0, 4.0), ("accepted", 1000.0, CEILING),
+    ("accepted", 0.25, FLOOR), ("incorrect", 50.0, 0.0), ("rejected", 3.0, 0.0), ("accepted", None, 0.0),
+    ("accepted", math.nan, 0.0), ("timeout", None, 0.0),
+])
+def test_reward_is_log_scaled_clipped_and_zero_unless_accepted(verdict, speedup, expected) -> None:
+    assert reward(verdict, speedup) == pytest.approx(expected)
+
+
+def test_reward_of_a_stored_record() -> None:
+    assert reward_of({"verdict": "accepted", "speedup": 4.0}) == pytest.approx(3.0)
+    assert reward_of({"verdict": "incorrect", "speedup": 4.0}) == 0.0
+
+
+ITEMS = [("a", 0.3), ("b", 0.7), ("c", 1.0), ("d", 1.5), ("e", 3.0), ("f", 3.5), ("g", 9.0)]
+
+
+def test_exemplars_come_from_distinct_buckets_spread_over_the_range() -> None:
+    chosen = select_exemplars(ITEMS, k=3, temperature=0.0)
+    buckets = [bucket_of(s) for _, s in chosen]
+    assert len(set(buckets)) == 3
+    assert ("a", 0.3) in chosen and ("g", 9.0) in chosen  # the slowest and the fastest bucket
+
+
+def test_zero_temperature_takes_the_fastest_in_a_bucket_and_high_samples() -> None:
+    same_bucket = [("x", 2.1), ("y", 3.9)]
+    assert select_exemplars(same_bucket, k=1, temperature=0.0) == [("y", 3.9)]
+    draws = {select_exemplars(same_bucket, k=1, temperature=100.0, rng=random.Random(seed))[0][0]
+             for seed in range(40)}
+    assert draws == {"x", "y"}
+
+
+def test_exemplar_edge_cases() -> None:
+    assert select_exemplars([], k=3) == []
+    assert select_exemplars(ITEMS, k=0) == []
+    assert select_exemplars([("bad", 0.0), ("nan", math.nan)], k=2) == []
+    assert len(select_exemplars(ITEMS, k=10)) == len({bucket_of(s) for _, s in ITEMS})
