@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -41,6 +41,20 @@ def _policy(level: str, **fields: object) -> EvalPolicy:
     if level not in ("strict", "default"):
         raise _fail(f"--policy {level!r}: choose strict or default")
     return EvalPolicy(static_policy=level, **fields)
+
+
+def _levels(level: str | None) -> set[int] | None:
+    try:
+        return {int(x) for x in level.split(",")} if level else None
+    except ValueError:
+        raise _fail(f"--level {level!r}: expected numbers such as 1,2") from None
+
+
+def _emit(rows: object, json_output: bool, table: Callable[[Any], Any]) -> None:
+    if json_output:
+        typer.echo(json.dumps(rows))
+    else:
+        render.print_table(table(rows))
 
 
 def _device_option(value: str) -> str:
@@ -94,11 +108,7 @@ def problems_list(
 ) -> None:
     """List problems with their level, id and content fingerprint."""
     try:
-        levels = {int(x) for x in level.split(",")} if level else None
-    except ValueError:
-        raise _fail(f"--level {level!r}: expected numbers such as 1,2") from None
-    try:
-        problems = load_problems(path or PROBLEMS_ROOT, levels)
+        problems = load_problems(path or PROBLEMS_ROOT, _levels(level))
     except ProblemError as exc:
         raise _fail(str(exc)) from None
     if json_output:
@@ -116,14 +126,10 @@ def problems_shrink(
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
     try:
-        levels = {int(x) for x in level.split(",")} if level else None
-        rows = shrink_report(load_problems(path, levels), progress=lambda m: stderr.print(m, end="\r"))
-    except (ProblemError, ValueError) as exc:
+        rows = shrink_report(load_problems(path, _levels(level)), progress=lambda m: stderr.print(m, end="\r"))
+    except ProblemError as exc:
         raise _fail(str(exc)) from None
-    if json_output:
-        typer.echo(json.dumps(rows))
-    else:
-        render.print_table(render.shrink_table(rows))
+    _emit(rows, json_output, render.shrink_table)
 
 
 @problems_app.command("check")
@@ -136,15 +142,11 @@ def problems_check(
 ) -> None:
     """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
     try:
-        levels = {int(x) for x in level.split(",")} if level else None
-        rows = check_problems(load_problems(path, levels), device, shrink,
+        rows = check_problems(load_problems(path, _levels(level)), device, shrink,
                               progress=lambda m: stderr.print(m, end="\r"))
-    except (ProblemError, ValueError) as exc:
+    except ProblemError as exc:
         raise _fail(str(exc)) from None
-    if json_output:
-        typer.echo(json.dumps(rows))
-    else:
-        render.print_table(render.check_table(rows))
+    _emit(rows, json_output, render.check_table)
 
 
 @app.command("gate")
