@@ -1,9 +1,11 @@
 # kernelwright: `make demo` runs the main job (optimize) offline; `make test` runs the tests. Both set up first.
 # TORCH_SPEC selects the torch build: the default is the CPU build these machines have. On a GPU machine use
-#   make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128"
+#   make setup TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cu128" EXTRAS=test,gpu
 # or TORCH_SPEC=skip to keep a torch that is already installed in the interpreter (`PYTHON=...`).
 PYTHON ?= python3
 TORCH_SPEC ?= torch==2.13.0
+# EXTRAS=test,gpu on a GPU machine adds NVML telemetry (nvidia-ml-py)
+EXTRAS ?= test
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -16,7 +18,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(if $(filter skip,$(TORCH_SPEC)),--system-site-packages,) $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(if $(filter skip,$(TORCH_SPEC)),,$(BIN)/python -m pip install -q $(TORCH_SPEC))
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 # offline: the scripted model (agent/scripts/demo_max_reduction.json) plays coder and judge on the CPU device

@@ -19,5 +19,6 @@ class OptimizeConfig(BaseModel):
     time_limit_s: float | None = Field(None, description="Stop starting new rounds after this many seconds.")
     exemplars: int = Field(3, ge=0, description="Earlier accepted kernels (distinct speed buckets) per prompt.")
     reply_tokens: int | None = Field(None, description="Cap on one reply's completion tokens.")
+    profile: bool = Field(True, description="Profile accepted GPU kernels with Nsight Compute for the judge.")
     workers: int = Field(2, ge=1, description="Evaluations run at the same time (each in its own process).")
     policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")

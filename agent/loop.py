@@ -147,11 +147,25 @@ class Optimizer:
             evaluation = evaluate(self.problem, source, self.config.device, self.config.policy)
             self.seconds["compile"] += sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", [])
                                            if not b.get("cache_hit"))
+            self._profile(evaluation, source)
             self.recorder.evaluation(round_, slot, source, evaluation)
-        resources = [k for b in evaluation.build.get("builds", []) for k in b.get("resources", [])]
+        builds = evaluation.build.get("builds", [])
         attempt = Attempt(source, evaluation.verdict.value, evaluation.reasons, evaluation.speedup,
-                          evaluation.ref_ms, evaluation.candidate_ms, resources)
+                          evaluation.ref_ms, evaluation.candidate_ms,
+                          resources=[k for b in builds for k in b.get("resources", [])],
+                          roofline=evaluation.roofline, sass=[b["sass"] for b in builds if b.get("sass")],
+                          profile=evaluation.metrics)
         return Outcome(round_, slot, attempt, evaluation, str(path))
+
+
+    def _profile(self, evaluation: Evaluation, source: str) -> None:
+        """Nsight Compute metrics for accepted GPU kernels: the judge reads them next round."""
+        if not (self.config.profile and evaluation.accepted and self.config.device == "cuda"):
+            return
+        from harness.profile import profile_candidate
+
+        names = [k["kernel"] for b in evaluation.build.get("builds", []) for k in b.get("resources", [])]
+        evaluation.metrics = profile_candidate(self.problem, source, names, self.config.policy)
 
 
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:

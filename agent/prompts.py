@@ -9,6 +9,7 @@ from typing import Any
 
 from agent.llm import Message
 from agent.parse import JudgeAdvice
+from harness.ncu import render_for_judge
 from kernelbench.problem import Problem
 
 DEVICE_RULES = {
@@ -39,6 +40,9 @@ class Attempt:
     ref_ms: float | None = None
     candidate_ms: float | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
+    roofline: dict[str, Any] = field(default_factory=dict)
+    sass: list[dict[str, Any]] = field(default_factory=list)
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
         lines = [f"verdict: {self.verdict}"]
@@ -48,7 +52,24 @@ class Attempt:
         lines += [f"reason: {r[:1500]}" for r in self.reasons[:6]]
         lines += [f"kernel {k.get('kernel')}: {k.get('registers')} registers, {k.get('shared_bytes', 0)} B shared, "
                   f"{k.get('spill_store_bytes', 0)} B spilled" for k in self.resources]
+        lines += _roofline_lines(self.roofline)
+        lines += [f"instruction mix: {mix['instructions']} SASS instructions, "
+                  + ", ".join(f"{name} {count}" for name, count in mix["categories"].items() if count)
+                  for mix in self.sass if "categories" in mix]
+        if self.profile.get("ncu"):
+            lines.append("Nsight Compute:\n" + render_for_judge(self.profile["ncu"]))
+        elif self.profile.get("error"):
+            lines.append(f"profiler: {self.profile['error']}")
         return "\n".join(lines)
+
+
+def _roofline_lines(roofline: dict[str, Any]) -> list[str]:
+    if "floor_ms" not in roofline:
+        return []
+    fractions = ", ".join(f"{name} at {roofline[f'{name}_fraction']:.0%} of it" for name in ("ref", "candidate")
+                          if f"{name}_fraction" in roofline)
+    return [f"roofline: {roofline['flops']:.3g} FLOP, {roofline['min_bytes'] / 2**20:.2f} MiB minimum traffic, "
+            f"{roofline['bound']}-bound, floor {roofline['floor_ms']:.4f} ms on {roofline['spec']}; {fractions}"]
 
 
 @dataclass

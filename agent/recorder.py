@@ -82,7 +82,7 @@ class RunRecorder:
 
     def evaluation(self, round_: int, slot: int, source: str, evaluation: Evaluation) -> None:
         record_evaluation(self.sessions, self.problem, source, evaluation, run_id=self.run_id, origin="llm",
-                          round=round_)
+                          round=round_, slot=slot)
 
     def accepted_kernels(self) -> list[tuple[str, float]]:
         return run_store.accepted_in_problem(self.sessions, self.problem)
@@ -91,14 +91,18 @@ class RunRecorder:
         return run_store.totals(self.sessions, self.run_id)
 
     def hardware_description(self) -> str:
+        """The spec sheet the judge reads: peak rates, SMs, shared memory, L2 (GPU) or measured peaks (CPU)."""
+        from harness.device_specs import cpu_spec, gpu_spec
+
         if self.config.device == "cuda":
             import torch
 
-            props = torch.cuda.get_device_properties(0)
-            return (f"{props.name}, {props.multi_processor_count} SMs, {props.total_memory / 2**30:.0f} GiB, "
-                    f"L2 {getattr(props, 'L2_cache_size', 0) / 2**20:.0f} MiB")
+            name = torch.cuda.get_device_name(0)
+            spec = gpu_spec(name)
+            return spec.sheet() if spec else name
         threads = self.config.policy.cpu_threads
-        return f"CPU {platform.processor() or platform.machine()}, {os.cpu_count()} cores, timed with {threads} thread(s)"
+        return (f"{cpu_spec().sheet()}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+                f"timed with {threads} thread(s)")
 
     def finish(self, result: "RunResult") -> dict[str, Any]:
         best_path = None

@@ -143,7 +143,8 @@ class CachedBuilder:
         name = f"kw_{key[:24]}"
         final = self.cache_root / key
         record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "folder": str(final),
-                                  "source_text": _source_text(keyed)[:200_000]}
+                                  "binary": str(final / f"{name}.so"), "source_text": _source_text(keyed)[:200_000],
+                                  "cuda": bool(arguments.get("cuda_sources") or arguments.get("with_cuda"))}
         self.recorder.builds.append(record)
         if (final / OK_MARKER).exists():
             started = time.perf_counter()

@@ -269,6 +269,7 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
     events.write(phase="import")
     candidate = _import_candidate(scratch, builder)
     _note_replacements(identities, integrity, "importing the candidate")
+    _add_instruction_mix(recorder)
     if job.device == "cuda-compile-only":
         result["status"] = "compiled" if recorder.builds else "no_cuda_build"
         return
@@ -282,6 +283,10 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
     torch.save(outputs, scratch / J.OUTPUTS_FILE)
     if job.skip_timing:
         return
+    if job.device == "cuda":
+        from harness.nvml import snapshot
+
+        result["telemetry"] = {"before": snapshot()}
     try:
         result["timing"], spot_checks = run_timing(job, reference, new, payload["trials"], events)
     except CandidateFailure:
@@ -289,8 +294,18 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
     except BaseException as exc:
         raise CandidateFailure("runtime_error", "failed while being timed:\n" + _short_traceback(exc)) from None
     threads["after_timing"] = thread_state()
+    if job.device == "cuda":
+        result["telemetry"]["after"] = snapshot()
     _note_replacements(identities, integrity, "the timed calls")
     torch.save(spot_checks, scratch / J.SPOT_CHECKS_FILE)
+
+
+def _add_instruction_mix(recorder: BuildRecorder) -> None:
+    from harness.sass import sass_mix
+
+    for build in recorder.builds:
+        if build.get("cuda") and build.get("binary") and Path(build["binary"]).exists():
+            build["sass"] = sass_mix(Path(build["binary"]))
 
 
 def _note_replacements(identities: dict[str, int], integrity: list[str], during: str) -> None:

@@ -53,6 +53,7 @@ class CompileOnlyBuilder(CachedBuilder):
 
     def _load_finished(self, name: str, final: Path, arguments: dict[str, Any]) -> Any:
         self.recorder.builds[-1]["resources"] = parse_ptxas_report((final / LOG_NAME).read_text(errors="replace"))
+        self.recorder.builds[-1]["binary"] = str(final / "cuda.o")
         return CompiledOnly(name)
 
     def _fresh_build(self, name: str, final: Path, arguments: dict[str, Any], real: Callable[..., Any],
@@ -74,7 +75,7 @@ class CompileOnlyBuilder(CachedBuilder):
         log = done.stdout + done.stderr
         (work / LOG_NAME).write_text(log)
         record.update(cache_hit=False, log=log[-20000:], resources=parse_ptxas_report(log),
-                      seconds=time.perf_counter() - started)
+                      seconds=time.perf_counter() - started, binary=str(final / "cuda.o"))
         if done.returncode != 0:
             shutil.rmtree(work, ignore_errors=True)
             if _missing_library_header(log):

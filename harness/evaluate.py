@@ -14,10 +14,12 @@ from harness import job as J
 from harness.canaries import passing_canaries
 from harness.compare import compare_trial
 from harness.device import resolve_device
+from harness.nvml import telemetry_flags
 from harness.paths import build_cache_dir, scratch_root
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
 from harness.reference import ReferenceRun, run_reference
+from harness.roofline import roofline
 from harness.sandbox import ChildOutcome, Limits, run_child
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
@@ -84,10 +86,24 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
         evaluation.reasons = static.errors + evaluation.reasons
     else:
         _run_isolated(evaluation, problem, candidate_source, device, policy, say)
-        if evaluation.accepted and (evaluation.speedup or 0) > policy.implausible_speedup:
+        if evaluation.accepted and _implausible(evaluation, policy):
             evaluation = _remeasure(evaluation, problem, candidate_source, device, policy, say)
+            if evaluation.accepted and _beats_physics(evaluation):
+                evaluation.reasons.insert(0, f"[physics] {evaluation.candidate_ms:.4f} ms is under half the "
+                                          f"roofline floor ({evaluation.roofline['floor_ms']:.4f} ms) even when "
+                                          "re-measured: check the device's peak rates or the kernel's timing")
     evaluation.phase_seconds["total"] = time.perf_counter() - started
     return evaluation
+
+
+def _beats_physics(evaluation: Evaluation) -> bool:
+    """Faster than half the roofline floor. Only on CUDA, where L2 is flushed before each timed call: on the CPU
+    small problems run from cache, above the DRAM bandwidth the floor assumes."""
+    return evaluation.device == "cuda" and evaluation.roofline.get("candidate_fraction", 0.0) > 2.0
+
+
+def _implausible(evaluation: Evaluation, policy: EvalPolicy) -> bool:
+    return (evaluation.speedup or 0.0) > policy.implausible_speedup or _beats_physics(evaluation)
 
 
 def _remeasure(first: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
@@ -128,7 +144,7 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
         limits = Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
                         address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
         outcome = run_child(scratch, limits)
-        _decide(evaluation, scratch, outcome, reference, policy)
+        _decide(evaluation, problem, scratch, outcome, reference, policy)
     finally:
         if os.environ.get("KERNELWRIGHT_KEEP_SCRATCH") != "1":
             shutil.rmtree(scratch, ignore_errors=True)
@@ -153,13 +169,17 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
             evaluation.phase_seconds[name] = later["t"] - earlier["t"]
     if result:
         evaluation.device_info = result.device_info
+        if result.telemetry:
+            evaluation.device_info["nvml"] = result.telemetry
+            evaluation.reasons.extend(telemetry_flags(result.telemetry.get("before", {}),
+                                                      result.telemetry.get("after", {})))
         evaluation.build = {"builds": [{k: v for k, v in b.items() if k != "source_text"} for b in result.builds],
                             "threads": result.threads}
     return events
 
 
-def _decide(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome, reference: ReferenceRun | None,
-            policy: EvalPolicy) -> None:
+def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: ChildOutcome,
+            reference: ReferenceRun | None, policy: EvalPolicy) -> None:
     result = _read_result(scratch)
     events = _record_child(evaluation, scratch, outcome, result)
     failure = child_failure(outcome, result, events, scratch, policy)
@@ -187,6 +207,8 @@ def _decide(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome, refere
         _judge_spot_checks(evaluation, scratch, reference, policy)
     if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing:
         _judge_timing(evaluation, result)
+        evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
+                                       evaluation.candidate_ms)
     if policy.hardening:
         canary_started = time.perf_counter()
         evaluation.reasons.extend(f"[degenerate-problem] a '{name}' output passes every trial of this problem: "

@@ -45,3 +45,4 @@ class ChildResult(BaseModel):
     timing: dict[str, list[float]] | None = None
     integrity: list[str] = Field(default_factory=list)
     threads: dict[str, dict[str, int]] = Field(default_factory=dict)
+    telemetry: dict[str, dict[str, Any]] = Field(default_factory=dict)

@@ -59,6 +59,8 @@ class Evaluation(BaseModel):
     isolation: dict[str, Any] = Field(default_factory=dict)
     phase_seconds: dict[str, float] = Field(default_factory=dict)
     policy: dict[str, Any] = Field(default_factory=dict)
+    roofline: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict)  # profiler records (ncu), filled on demand
 
     @property
     def accepted(self) -> bool:

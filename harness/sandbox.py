@@ -146,8 +146,9 @@ def _tree_rss_mb(root_pid: int) -> float:
     return total / 2**20
 
 
-def run_child(scratch: Path, limits: Limits) -> ChildOutcome:
-    """Start `python -m harness.child SCRATCH` and watch it until it exits, times out or outgrows its memory."""
+def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None) -> ChildOutcome:
+    """Start `python -m harness.child SCRATCH` (behind `prefix`, e.g. a profiler) and watch it until it exits,
+    times out or outgrows its memory."""
     token = uuid.uuid4().hex
     group = ControlGroup.create(token, limits.memory_mb, limits.max_processes)
     log = open(scratch / "child.log", "wb")
@@ -155,7 +156,7 @@ def run_child(scratch: Path, limits: Limits) -> ChildOutcome:
     outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=group.describe())
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.child", str(scratch)], cwd=scratch, stdin=subprocess.DEVNULL,
+            [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch)], cwd=scratch, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, token),
             start_new_session=True, preexec_fn=lambda: _preexec(limits, group), close_fds=True)
         try:

@@ -17,6 +17,7 @@ from kernelwright import render
 from kernelwright.eval_service import UsageError, run_eval
 from agent.config import OptimizeConfig
 from agent.recorder import ResumeError
+from kernelwright.export_service import export_dataset
 from kernelwright.gate_service import GateResult, gate_folder, gate_store
 from kernelwright.optimize_service import ModelOptions, run_optimize
 from kernelwright.problem_service import check_problems, shrink_report
@@ -226,3 +227,19 @@ def optimize_command(
         render.print_table(render.optimize_table(summary))
     if summary["best"] is None:
         raise typer.Exit(EXIT_NOT_ACCEPTED)
+
+
+@app.command("export")
+def export_command(
+    output: Path = typer.Argument(..., help="The JSONL file to write."),
+    format: str = typer.Option("rl", "--format", help="sft, rl or preference."),
+    run: Optional[list[str]] = typer.Option(None, "--run", help="Only these runs (repeatable)."),
+    min_speedup: float = typer.Option(0.0, help="Accepted kernels below this speedup are left out."),
+    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store."),
+) -> None:
+    """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs."""
+    try:
+        count = export_dataset(format, output, db, run, min_speedup)
+    except (UsageError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    stderr.print(f"wrote {count} {format} records to {output}")

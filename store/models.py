@@ -59,6 +59,7 @@ class CandidateRow(Base):
     problem_ref: Mapped[int] = mapped_column(ForeignKey("problems.id"))
     run_id: Mapped[str | None] = mapped_column(ForeignKey("runs.id"), nullable=True, index=True)
     round: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    slot: Mapped[int | None] = mapped_column(Integer, nullable=True)
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("candidates.id"), nullable=True)
     source: Mapped[str] = mapped_column(Text)
     source_hash: Mapped[str] = mapped_column(String(64))

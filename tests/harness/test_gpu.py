@@ -37,3 +37,20 @@ def test_side_stream_work_is_inside_the_timed_interval() -> None:
                               "while (clock64() - s < cycles) {} }\n\ntorch::Tensor relu_forward(torch::Tensor x) {")
     evaluation = evaluate(find_bundled("relu"), sleeper, "cuda", EvalPolicy(timing_budget_s=0.3))
     assert evaluation.candidate_ms is None or evaluation.candidate_ms > 5.0  # 20M cycles ~ 10 ms at 2 GHz
+
+
+def test_nvml_telemetry_is_recorded_with_the_timing() -> None:
+    evaluation = evaluate(find_bundled("relu"), RELU_CUDA, "cuda", EvalPolicy(timing_budget_s=0.3))
+    nvml = evaluation.device_info["nvml"]
+    assert nvml["before"].get("sm_clock_mhz") or "error" in nvml["before"]  # filled, or says why (no nvidia-ml-py)
+    assert evaluation.roofline["floor_ms"] > 0 and "candidate_fraction" in evaluation.roofline
+
+
+def test_ncu_profiles_the_candidates_own_kernel() -> None:
+    from harness.profile import profile_candidate
+
+    result = profile_candidate(find_bundled("relu"), RELU_CUDA, ["relu_kernel"], EvalPolicy())
+    if "error" in result:
+        pytest.skip(f"profiling unavailable here: {result['error']}")
+    assert {r["kernel"] for r in result["ncu"]} == {"relu_kernel"}
+    assert result["ncu"][0]["dram_pct"] > 0

@@ -1,0 +1,47 @@
+"""Flat rows for dataset export: each evaluated candidate with its problem, the coder call that wrote it and
+the judge advice it followed. Plain dicts, so the dataset builders in rewards/ stay pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow
+
+
+def candidate_rows(sessions: sessionmaker[Session], run_ids: list[str] | None = None) -> list[dict[str, Any]]:
+    with sessions() as session:
+        query = (select(CandidateRow, EvaluationRow, ProblemRow)
+                 .join(EvaluationRow, EvaluationRow.candidate_id == CandidateRow.id)
+                 .join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
+                 .where(CandidateRow.run_id.is_not(None)).order_by(EvaluationRow.id))
+        if run_ids:
+            query = query.where(CandidateRow.run_id.in_(run_ids))
+        calls = _calls(session, run_ids)
+        rows = []
+        for candidate, evaluation, problem in session.execute(query):
+            key = (candidate.run_id, candidate.problem_ref, candidate.round)
+            coder = calls.get((*key, "coder", candidate.slot or 0))
+            judge = calls.get((*key, "judge", 0))
+            rows.append({
+                "run_id": candidate.run_id, "candidate_id": candidate.id, "round": candidate.round,
+                "problem": problem.name, "problem_key": _key(problem), "problem_fingerprint": problem.fingerprint,
+                "source": candidate.source, "source_hash": candidate.source_hash, "device": evaluation.device,
+                "device_info": evaluation.device_info, "verdict": evaluation.verdict, "speedup": evaluation.speedup,
+                "reasons": evaluation.reasons, "prompt": coder.messages if coder else None,
+                "reply": coder.reply if coder else None, "judge_advice": judge.reply if judge else None})
+    return rows
+
+
+def _calls(session: Session, run_ids: list[str] | None) -> dict[tuple[Any, ...], LLMCallRow]:
+    query = select(LLMCallRow).where(LLMCallRow.reply.is_not(None)).order_by(LLMCallRow.id)
+    if run_ids:
+        query = query.where(LLMCallRow.run_id.in_(run_ids))
+    return {(c.run_id, c.problem_ref, c.round, c.purpose, c.slot): c for c in session.scalars(query)}
+
+
+def _key(problem: ProblemRow) -> str:
+    stem = f"{problem.problem_id}_{problem.name}" if problem.problem_id is not None else problem.name
+    return f"level{problem.level}/{stem}" if problem.level is not None else stem

@@ -1,0 +1,55 @@
+"""What the judge and the coder read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.parse import JudgeAdvice
+from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
+from harness.device_specs import gpu_spec
+from harness.ncu import parse_ncu_csv
+from harness.roofline import roofline
+from harness.sass import parse_sass
+from kernelbench.bundled import find_bundled
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+RELU = find_bundled("relu")
+
+
+def _gpu_attempt() -> Attempt:
+    return Attempt(
+        source="class ModelNew: ...", verdict="accepted", speedup=1.8, ref_ms=0.02, candidate_ms=0.011,
+        resources=[{"kernel": "relu_kernel", "registers": 16, "shared_bytes": 0, "spill_store_bytes": 0}],
+        roofline=roofline(RELU, "cuda", {"gpu": "NVIDIA H100 80GB HBM3"}, 0.02, 0.011),
+        sass=[parse_sass((FIXTURES / "relu_sm90.sass").read_text())],
+        profile={"ncu": parse_ncu_csv((FIXTURES / "ncu_relu.csv").read_text())[:1]})
+
+
+def test_judge_in_optimize_mode_reads_timings_roofline_compiler_sass_profile_and_spec() -> None:
+    spec = gpu_spec("NVIDIA H100 80GB HBM3").sheet()
+    content = judge_messages(RELU, "cuda", _gpu_attempt(), spec)[-1]["content"]
+    assert "The kernel is correct" in content and "speedup: 1.800x" in content
+    assert "relu_kernel: 16 registers" in content and "memory-bound" in content and "of it" in content
+    assert "instruction mix: 10 SASS instructions" in content and "Nsight Compute:" in content
+    assert "DRAM 88%" in content and "3350 GB/s" in content and '"diagnosis"' in content
+
+
+def test_judge_in_repair_mode_reads_the_reasons() -> None:
+    failed = Attempt(source="x", verdict="incorrect", reasons=["[correctness] trial 2 ...: 5 elements differ"])
+    content = judge_messages(RELU, "cpu", failed, "CPU")[-1]["content"]
+    assert "was not accepted" in content and "[correctness] trial 2" in content
+
+
+def test_profiler_failure_is_shown_not_hidden() -> None:
+    attempt = Attempt(source="x", verdict="accepted", speedup=1.0, ref_ms=1.0, candidate_ms=1.0,
+                      profile={"error": "ncu (Nsight Compute) is not on PATH"})
+    assert "profiler: ncu (Nsight Compute) is not on PATH" in attempt.summary()
+
+
+def test_coder_gets_advice_exemplars_slowest_first_and_its_last_attempt() -> None:
+    messages = coder_messages(RELU, "cpu", JudgeAdvice(diagnosis="d", change="fuse loops"),
+                              Attempt(source="PREVIOUS", verdict="accepted", speedup=0.9, ref_ms=1, candidate_ms=1.1),
+                              [Exemplar("FAST", 3.0), Exemplar("SLOW", 0.5)])
+    content = messages[-1]["content"]
+    assert content.index("SLOW") < content.index("FAST") and "why the faster ones are faster" in content
+    assert "PREVIOUS" in content and "Make this change: fuse loops" in content and "OpenMP" in content

@@ -1,0 +1,79 @@
+"""Dataset builders on fixed rows (pure), then a real export from a scripted run, loaded with `datasets`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rewards.datasets import preference_records, rationale, rl_records, sft_records
+
+
+def _row(candidate_id: int, verdict: str, speedup: float | None, source: str, judge: str | None = None,
+         reply: str = "prose ```python\ncode\n```", problem: str = "fp1") -> dict:
+    return {"run_id": "r", "candidate_id": candidate_id, "round": 0, "problem": "P", "problem_key": "level1/1_P",
+            "problem_fingerprint": problem, "source": source, "source_hash": source, "device": "cpu",
+            "device_info": {}, "verdict": verdict, "speedup": speedup, "reasons": [],
+            "prompt": [{"role": "user", "content": "write it"}], "reply": reply, "judge_advice": judge}
+
+
+ROWS = [
+    _row(1, "accepted", 1.0, "slow"),
+    _row(2, "accepted", 3.0, "fast-verbose", judge="a very long rationale " * 20),
+    _row(3, "accepted", 2.99, "fast-terse", judge="short"),
+    _row(4, "incorrect", None, "wrong"),
+    _row(5, "accepted", 50.0, "other-problem", problem="fp2"),
+]
+
+
+def test_sft_keeps_per_problem_the_shortest_rationale_at_the_top_speedup() -> None:
+    records = {r["problem_fingerprint"]: r for r in sft_records(ROWS)}
+    assert records["fp1"]["completion"] == "fast-terse" and records["fp1"]["rationale"].startswith("short")
+    assert records["fp2"]["completion"] == "other-problem"
+    assert all(r["verdict"] == "accepted" for r in records.values())
+    assert sft_records(ROWS, min_speedup=10.0)[0]["problem_fingerprint"] == "fp2"
+
+
+def test_rl_rewards_are_zero_unless_accepted() -> None:
+    records = {r["candidate_id"]: r for r in rl_records(ROWS)}
+    assert records[4]["reward"] == 0.0 and records[4]["verdict"] == "incorrect"
+    assert records[2]["reward"] > records[1]["reward"] > 0
+
+
+def test_preference_pairs_never_choose_a_failed_or_barely_faster_kernel() -> None:
+    pairs = preference_records(ROWS)
+    assert {(p["chosen"], p["rejected"]) for p in pairs} == {
+        ("fast-verbose", "slow"), ("fast-terse", "slow"), ("fast-verbose", "wrong"), ("fast-terse", "wrong"),
+        ("slow", "wrong")}
+    assert all(p["verdict"] == "accepted" and p["problem_fingerprint"] == "fp1" for p in pairs)
+
+
+def test_rationale_drops_code() -> None:
+    assert rationale(_row(1, "accepted", 1.0, "s", judge="J", reply="why ```python\nx\n``` end")) == "J\n\nwhy  end"
+
+
+@pytest.mark.slow
+def test_export_from_a_scripted_run_loads_with_datasets(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    from agent.config import OptimizeConfig
+    from harness import EvalPolicy
+    from kernelwright.optimize_service import ModelOptions, run_optimize
+    from tests.agent.scripts import relu_repair_script
+
+    db = f"sqlite:///{tmp_path / 'export.db'}"
+    run_optimize("relu", OptimizeConfig(device="cpu", rounds=2, policy=EvalPolicy(timing_budget_s=0.1)),
+                 ModelOptions(model=f"scripted:{relu_repair_script(tmp_path)}"), db)
+    kernelwright = str(Path(sys.executable).parent / "kernelwright")
+    for kind in ("sft", "rl", "preference"):
+        out = tmp_path / f"{kind}.jsonl"
+        done = subprocess.run([kernelwright, "export", str(out), "--format", kind, "--db", db],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        loaded = datasets.load_dataset("json", data_files=str(out), split="train")
+        assert len(loaded) >= 1 and {"problem_fingerprint", "device", "verdict"} <= set(loaded.column_names)
+        if kind == "rl":
+            assert sorted(loaded["verdict"]) == ["accepted", "incorrect"]
+            assert [r for v, r in zip(loaded["verdict"], loaded["reward"]) if v == "incorrect"] == [0.0]
