@@ -273,6 +273,8 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
     if job.device == "cuda-compile-only":
         result["status"] = "compiled" if recorder.builds else "no_cuda_build"
         return
+    if job.build_only:
+        return
     events.write(phase="construct")
     payload = torch.load(scratch / J.INPUTS_FILE, weights_only=True)
     reference, new = _build_models(problem, candidate, payload["init_inputs"], job.init_seed, job.device)

@@ -33,6 +33,7 @@ class ChildJob(BaseModel):
     hardening: bool = True
     timing_seed: int = 0
     spot_checks: int = 3
+    build_only: bool = False  # import (and so build) the candidate, then stop: a sweep's compile workers
 
 
 class ChildResult(BaseModel):

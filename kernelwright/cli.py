@@ -20,6 +20,9 @@ from agent.recorder import ResumeError
 from kernelwright.export_service import export_dataset
 from kernelwright.gate_service import GateResult, gate_folder, gate_store
 from kernelwright.optimize_service import ModelOptions, run_optimize
+from kernelwright.runs_service import compare_runs, problem_best, run_details, runs_list, write_run_report
+from kernelwright.sweep_service import run_sweep, select_problems
+from sweeps.sweep import SweepConfig
 from kernelwright.problem_service import check_problems, shrink_report
 from store.db import StoreError
 
@@ -27,6 +30,8 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="LLM-written kernels, verified by a harness that treats every candidate as hostile.")
 problems_app = typer.Typer(no_args_is_help=True, help="List and inspect KernelBench-format problems.")
 app.add_typer(problems_app, name="problems")
+runs_app = typer.Typer(no_args_is_help=True, help="Browse the results store: runs, best kernels, comparisons.")
+app.add_typer(runs_app, name="runs")
 stderr = Console(stderr=True)
 
 EXIT_NOT_ACCEPTED = 1
@@ -243,3 +248,100 @@ def export_command(
     except (UsageError, StoreError) as exc:
         raise _fail(str(exc)) from None
     stderr.print(f"wrote {count} {format} records to {output}")
+
+
+@app.command("sweep")
+def sweep_command(
+    path: Optional[Path] = typer.Argument(None, help="Problem folder (a KernelBench checkout works)."),
+    level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
+    problems: Optional[list[str]] = typer.Option(None, "--problems", help="Only problems with this id or name "
+                                                                        "(repeatable)."),
+    limit: Optional[int] = typer.Option(None, min=1, help="At most this many problems."),
+    sample: Optional[int] = typer.Option(None, min=1, help="A random sample of this many problems."),
+    seed: int = typer.Option(0, help="Seed of --sample."),
+    candidates: Optional[Path] = typer.Option(None, "--candidates", help="Verify the solutions in this folder "
+                                                                         "instead of optimizing."),
+    device: str = typer.Option("auto", callback=_device_option),
+    workers: Optional[int] = typer.Option(None, min=1, help="Compile workers (default: cores and memory allow)."),
+    shrink: bool = typer.Option(False, help="Rescale each problem to the CPU budget first."),
+    timeout: float = typer.Option(300.0, min=1.0, help="Seconds per evaluation."),
+    model: Optional[str] = typer.Option(None, help="Model for optimize mode (or scripted:FILE)."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Name of the variable holding the key."),
+    rounds: int = typer.Option(4, min=1, help="Rounds per problem (optimize mode)."),
+    resume: Optional[str] = typer.Option(None, help="Continue this sweep: finished problems are skipped."),
+    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store."),
+    json_output: bool = typer.Option(False, "--json"),
+) -> None:
+    """Run over a folder of problems: verify existing solutions (--candidates) or optimize each one."""
+    policy = EvalPolicy(timeout_s=timeout)
+    config = SweepConfig(mode="candidates" if candidates else "optimize",
+                         candidates_dir=str(candidates) if candidates else None, device=device, workers=workers,
+                         policy=policy, optimize=None if candidates else OptimizeConfig(
+                             device=device, rounds=rounds, policy=policy))
+    models = ModelOptions(model=model, base_url=base_url, api_key_env=api_key_env)
+    try:
+        selected = None if resume else select_problems(path or PROBLEMS_ROOT, _levels(level), problems, limit,
+                                                       sample, seed, shrink)
+        summary = run_sweep(selected, config, models, db, resume, progress=lambda m: stderr.print(m))
+    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+        raise _fail(str(exc)) from None
+    if json_output:
+        typer.echo(json.dumps(summary))
+    else:
+        render.print_table(render.sweep_table(summary))
+
+
+@runs_app.command("list")
+def runs_list_command(db: Optional[str] = typer.Option(None, "--db"), json_output: bool = typer.Option(False, "--json")) -> None:
+    """Every run, newest first."""
+    try:
+        rows = runs_list(db)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    _emit(rows, json_output, render.runs_table)
+
+
+@runs_app.command("show")
+def runs_show_command(run_id: str, db: Optional[str] = typer.Option(None, "--db"),
+                      json_output: bool = typer.Option(False, "--json")) -> None:
+    """One run: its problems or rounds, verdicts, speedups and metrics."""
+    try:
+        details = run_details(db, run_id)
+    except (UsageError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    _emit(details, json_output, render.run_table)
+
+
+@runs_app.command("best")
+def runs_best_command(problem: str, db: Optional[str] = typer.Option(None, "--db"),
+                      json_output: bool = typer.Option(False, "--json")) -> None:
+    """The fastest accepted kernels of a problem across all runs."""
+    try:
+        rows = problem_best(db, problem)
+    except StoreError as exc:
+        raise _fail(str(exc)) from None
+    _emit(rows, json_output, render.best_table)
+
+
+@runs_app.command("compare")
+def runs_compare_command(first: str, second: str, db: Optional[str] = typer.Option(None, "--db"),
+                         json_output: bool = typer.Option(False, "--json")) -> None:
+    """Two runs side by side, per problem."""
+    try:
+        rows = compare_runs(db, first, second)
+    except (UsageError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    _emit(rows, json_output, render.compare_table)
+
+
+@app.command("report")
+def report_command(run_id: str, db: Optional[str] = typer.Option(None, "--db"),
+                   output: Optional[str] = typer.Option(None, help="Folder (default runs/RUN_ID).")) -> None:
+    """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
+    try:
+        html_path, markdown_path = write_run_report(db, run_id, output)
+    except (UsageError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(html_path)
+    stderr.print(f"wrote {html_path} and {markdown_path}")

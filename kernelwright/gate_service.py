@@ -12,6 +12,7 @@ from sqlalchemy import select
 from harness import EvalPolicy, evaluate
 from harness.evaluate import candidate_hash
 from kernelbench.bundled import PROBLEMS_ROOT
+from kernelbench.matching import match_solution
 from kernelbench.problem import Problem, fingerprint_source, load_problems
 from kernelwright.eval_service import UsageError
 from store import CandidateRow, EvaluationRow, open_store, record_evaluation
@@ -83,17 +84,6 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
     return results
 
 
-def _match(problems: list[Problem], solution: Path, root: Path) -> Problem | None:
-    """`levelN/<id>_<Name>.py` matches by key; a bare `<id>_<Name>.py` or `<Name>.py` when only one fits."""
-    relative = solution.relative_to(root).with_suffix("").as_posix().lower()
-    by_key = [p for p in problems if p.key.lower() == relative]
-    if by_key:
-        return by_key[0]
-    stem = solution.stem.lower()
-    by_stem = [p for p in problems if stem in (f"{p.problem_id}_{p.name}".lower(), p.name.lower())]
-    return by_stem[0] if len(by_stem) == 1 else None
-
-
 def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
                 progress: Progress | None = None) -> list[GateResult]:
     if not solutions.is_dir():
@@ -104,7 +94,7 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
         raise UsageError(f"{solutions}: no .py solutions found")
     results = []
     for index, file in enumerate(files):
-        problem = _match(problems, file, solutions)
+        problem = match_solution(problems, file, solutions)
         if progress:
             progress(f"[{index + 1}/{len(files)}] {file.name}")
         if problem is None:

@@ -99,5 +99,65 @@ def optimize_table(summary: dict[str, Any]) -> Table:
     return table
 
 
+def _speed(value: Any) -> str:
+    return "-" if not value else f"{value:.3f}x"
+
+
+def _columns(title: str, columns: list[str], rows: list[list[str]]) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def metrics_table(metrics: dict[str, Any]) -> Table:
+    from sweeps.metrics import FAST_P
+
+    return _columns("metrics", ["level", "problems", "correct"] + [f"fast_{p:g}" for p in FAST_P]
+                    + ["geomean (correct)", "failures"],
+                    [[level, str(m["problems"]), f"{m['correctness_rate']:.0%}"]
+                     + [f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P]
+                     + [_speed(m["geomean_speedup_correct"]), str(m["failures"] or "")]
+                     for level, m in metrics.items()])
+
+
+def sweep_table(summary: dict[str, Any]) -> Table:
+    print_table(metrics_table(summary["metrics"]))
+    return _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
+                                                                          "detail"],
+                    [[p["name"], p["status"], str(p["verdict"]), _speed(p["speedup"]), str(p["detail"] or "")[:120]]
+                     for p in summary["problems"]])
+
+
+def runs_table(rows: list[dict[str, Any]]) -> Table:
+    return _columns("runs", ["run", "kind", "model", "status", "problems", "best", "LLM calls", "cost"],
+                    [[r["run_id"], r["kind"], str(r["model"] or "-"), r["status"], str(r["problem"] or r["problems"]),
+                      _speed(r["best_speedup"]), str(r["llm_calls"]), f"${r['cost_usd']:.4f}"] for r in rows])
+
+
+def run_table(details: dict[str, Any]) -> Table:
+    if details["kind"] == "sweep":
+        return sweep_table(details)
+    print_table(metrics_table(details["metrics"]))
+    return _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
+                    ["round", "problem", "verdict", "speedup", "first reason"],
+                    [[str(e["round"] or "-"), e["problem"], e["verdict"], _speed(e["speedup"]), e["reason"][:120]]
+                     for e in details["evaluations"]])
+
+
+def best_table(rows: list[dict[str, Any]]) -> Table:
+    return _columns("best kernels", ["problem", "speedup", "device", "run", "candidate", "fingerprint"],
+                    [[r["problem"], _speed(r["speedup"]), r["device"], str(r["run_id"]), str(r["candidate_id"]),
+                      r["fingerprint"]] for r in rows])
+
+
+def compare_table(rows: list[dict[str, Any]]) -> Table:
+    return _columns("comparison", ["problem", "A", "A speedup", "B", "B speedup", "B / A"],
+                    [[r["problem"], str(r["a_verdict"]), _speed(r["a_speedup"]), str(r["b_verdict"]),
+                      _speed(r["b_speedup"]), "-" if r["b_over_a"] is None else f"{r['b_over_a']:.2f}"] for r in rows])
+
+
 def print_table(table: Table) -> None:
     Console(width=max(Console().width, 120)).print(table)

@@ -117,3 +117,24 @@ class LLMCallRow(Base):
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
     created_at: Mapped[datetime] = mapped_column(default=_now)
+
+
+class SweepItemRow(Base):
+    """One problem of a sweep: written when it starts and when it ends, so a killed sweep resumes cleanly."""
+
+    __tablename__ = "sweep_items"
+    __table_args__ = (UniqueConstraint("run_id", "problem_key", name="uq_sweep_item"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(ForeignKey("runs.id"), index=True)
+    problem_ref: Mapped[int] = mapped_column(ForeignKey("problems.id"))
+    problem_key: Mapped[str] = mapped_column(String(300))
+    level: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    status: Mapped[str] = mapped_column(String(32), default="pending")  # pending | running | done
+    verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)  # or missing / llm_failure
+    speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
+    evaluation_id: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id"), nullable=True)
+    child_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the optimize run (optimize mode)
+    detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    wall_s: Mapped[float] = mapped_column(Float, default=0.0)
+    cost_usd: Mapped[float] = mapped_column(Float, default=0.0)

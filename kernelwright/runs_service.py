@@ -1,0 +1,80 @@
+"""`kernelwright runs ...` and `kernelwright report`: what is in the store, as rows a table or JSON can show."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernelwright.eval_service import UsageError
+from store import open_store
+from store.browse import best_for_problem, get_run_row, list_runs, run_evaluations
+from sweeps.metrics import by_level
+from sweeps.sweep import sweep_summary
+
+
+def runs_list(db_url: str | None) -> list[dict[str, Any]]:
+    return list_runs(open_store(db_url))
+
+
+def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
+    sessions = open_store(db_url)
+    run = get_run_row(sessions, run_id)
+    if run is None:
+        raise UsageError(f"no run {run_id!r} in this store (see `kernelwright runs list`)")
+    if run["kind"] == "sweep":
+        return {**run, **sweep_summary(sessions, run_id)}
+    evaluations = run_evaluations(sessions, run_id)
+    accepted = [e for e in evaluations if e["verdict"] == "accepted" and e["speedup"]]
+    best = max(accepted, key=lambda e: e["speedup"]) if accepted else None
+    return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in evaluations],
+            "best": None if best is None else {"verdict": "accepted", "speedup": best["speedup"],
+                                               "candidate_id": best["candidate_id"]},
+            "metrics": by_level(_best_per_problem(evaluations).values())}
+
+
+def problem_best(db_url: str | None, name: str) -> list[dict[str, Any]]:
+    return best_for_problem(open_store(db_url), name)
+
+
+def compare_runs(db_url: str | None, first: str, second: str) -> list[dict[str, Any]]:
+    """Per problem: each run's verdict and speedup side by side."""
+    results = [_by_problem(run_details(db_url, run_id)) for run_id in (first, second)]
+    names = list(dict.fromkeys([*results[0], *results[1]]))
+    rows = []
+    for name in names:
+        a, b = (r.get(name, {}) for r in results)
+        ratio = (b.get("speedup") / a["speedup"]) if a.get("speedup") and b.get("speedup") else None
+        rows.append({"problem": name, "a_verdict": a.get("verdict"), "a_speedup": a.get("speedup"),
+                     "b_verdict": b.get("verdict"), "b_speedup": b.get("speedup"), "b_over_a": ratio})
+    return rows
+
+
+def _by_problem(details: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    if details["kind"] == "sweep":
+        return {p["name"]: p for p in details["problems"]}
+    return _best_per_problem(details["evaluations"])
+
+
+def _best_per_problem(evaluations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A problem's result is its fastest accepted evaluation, or its first one when none was accepted."""
+    best: dict[str, dict[str, Any]] = {}
+    for e in evaluations:
+        current = best.get(e["problem"])
+        better = e["verdict"] == "accepted" and (current is None or current["verdict"] != "accepted"
+                                                 or (e["speedup"] or 0) > (current["speedup"] or 0))
+        if current is None or better:
+            best[e["problem"]] = e
+    return best
+
+
+def write_run_report(db_url: str | None, run_id: str, output: str | None = None) -> tuple[str, str]:
+    """report.html and summary.md for a run, in `runs/<run-id>/` unless told otherwise."""
+    from pathlib import Path
+
+    from harness.paths import home
+    from store.browse import run_kernels
+    from sweeps.report import write_report
+
+    details = run_details(db_url, run_id)
+    folder = Path(output) if output else home() / run_id
+    html_path, markdown_path = write_report(details, folder, run_kernels(open_store(db_url), run_id))
+    return str(html_path), str(markdown_path)

@@ -1,0 +1,79 @@
+"""Read-only queries behind `kernelwright runs ...`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from store.models import CandidateRow, EvaluationRow, ProblemRow, RunRow, SweepItemRow
+from store.runs import run_totals
+
+
+def list_runs(sessions: sessionmaker[Session], limit: int = 50) -> list[dict[str, Any]]:
+    with sessions() as session:
+        runs = list(session.scalars(select(RunRow).order_by(RunRow.created_at.desc()).limit(limit)))
+        rows = []
+        for run in runs:
+            best = session.scalar(select(func.max(EvaluationRow.speedup)).join(CandidateRow).where(
+                CandidateRow.run_id == run.id, EvaluationRow.verdict == "accepted"))
+            if run.kind == "sweep":
+                best = session.scalar(select(func.max(SweepItemRow.speedup)).where(
+                    SweepItemRow.run_id == run.id, SweepItemRow.verdict == "accepted"))
+            problem = (run.config or {}).get("problem", {}).get("key")
+            count = len((run.config or {}).get("fingerprints", [])) or (1 if problem else 0)
+            rows.append({"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status,
+                         "created_at": run.created_at.isoformat(), "problems": count, "problem": problem,
+                         "best_speedup": best, **run_totals(session, run.id)})
+    return rows
+
+
+def run_evaluations(sessions: sessionmaker[Session], run_id: str) -> list[dict[str, Any]]:
+    """Every evaluation of a run, in order: round, problem, verdict, speedup, first reason, kernel source."""
+    with sessions() as session:
+        query = (select(CandidateRow, EvaluationRow, ProblemRow).join(EvaluationRow)
+                 .join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
+                 .where(CandidateRow.run_id == run_id).order_by(EvaluationRow.id))
+        return [{"round": (c.round or 0) + 1 if c.round is not None else None, "slot": c.slot, "problem": p.name,
+                 "level": p.level, "verdict": e.verdict, "speedup": e.speedup, "reason": (e.reasons or [""])[0],
+                 "candidate_id": c.id, "source": c.source, "evaluation_id": e.id}
+                for c, e, p in session.execute(query)]
+
+
+def best_for_problem(sessions: sessionmaker[Session], name: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The fastest accepted kernels of problems whose name or key contains `name`, across all runs."""
+    with sessions() as session:
+        query = (select(CandidateRow, EvaluationRow, ProblemRow).join(EvaluationRow)
+                 .join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
+                 .where(EvaluationRow.verdict == "accepted", EvaluationRow.speedup.is_not(None),
+                        func.lower(ProblemRow.name).contains(name.lower().split("/")[-1].split("_", 1)[-1]))
+                 .order_by(EvaluationRow.speedup.desc()).limit(limit))
+        return [{"problem": p.name, "level": p.level, "fingerprint": p.fingerprint[:12], "run_id": c.run_id,
+                 "candidate_id": c.id, "speedup": e.speedup, "device": e.device, "evaluated_at": e.created_at.isoformat()}
+                for c, e, p in session.execute(query)]
+
+
+def get_run_row(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any] | None:
+    with sessions() as session:
+        run = session.get(RunRow, run_id)
+        if run is None:
+            return None
+        return {"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status, "config": run.config,
+                "created_at": run.created_at.isoformat(), **run_totals(session, run.id)}
+
+
+def run_kernels(sessions: sessionmaker[Session], run_id: str) -> dict[str, str]:
+    """Kernel sources of a run, by report label: `<problem>-c<candidate>` (optimize) or problem key (sweep)."""
+    with sessions() as session:
+        items = list(session.scalars(select(SweepItemRow).where(SweepItemRow.run_id == run_id)))
+        if items:
+            kernels = {}
+            for item in items:
+                if item.evaluation_id is not None:
+                    evaluation = session.get(EvaluationRow, item.evaluation_id)
+                    kernels[item.problem_key] = evaluation.candidate.source
+            return kernels
+        query = (select(CandidateRow, ProblemRow).join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
+                 .where(CandidateRow.run_id == run_id))
+        return {f"{p.name}-c{c.id}": c.source for c, p in session.execute(query)}

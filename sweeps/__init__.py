@@ -1,0 +1,1 @@
+"""Sweeps: many problems, one run. Executors (local pool; parallel builds, exclusive timing), metrics, reports."""

@@ -1,0 +1,135 @@
+"""`kernelwright report RUN`: a self-contained HTML page (inline SVG plots, no scripts, no network) and a
+Markdown summary, written next to the run's artifacts with every kernel linked."""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+from sweeps.metrics import FAST_P
+
+_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}.accepted{color:#176f2c}"
+          ".failed{color:#b3261e}svg{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}")
+
+
+def _rows(details: dict[str, Any]) -> list[dict[str, Any]]:
+    if details["kind"] == "sweep":
+        return [{"problem": p["name"], "level": p["level"], "verdict": p["verdict"], "speedup": p["speedup"],
+                 "detail": p.get("detail") or "", "round": None} for p in details["problems"]]
+    return [{"problem": e["problem"], "level": e["level"], "verdict": e["verdict"], "speedup": e["speedup"],
+             "detail": e["reason"], "round": e["round"], "candidate_id": e["candidate_id"]}
+            for e in details["evaluations"]]
+
+
+def _histogram(speedups: list[float]) -> str:
+    edges = [0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0]
+    labels = ["<0.25", "0.25-0.5", "0.5-1", "1-1.5", "1.5-2", "2-4", "4-8", ">8"]
+    counts = [0] * len(labels)
+    for s in speedups:
+        counts[sum(s >= e for e in edges)] += 1
+    top = max(counts) or 1
+    bars = "".join(f'<rect x="{20 + i * 55}" y="{170 - 140 * c / top:.1f}" width="45" height="{140 * c / top:.1f}" '
+                   f'fill="#4a7bd0"/><text x="{42 + i * 55}" y="190" font-size="10" text-anchor="middle">{labels[i]}'
+                   f'</text><text x="{42 + i * 55}" y="{165 - 140 * c / top:.1f}" font-size="10" '
+                   f'text-anchor="middle">{c}</text>' for i, c in enumerate(counts))
+    return (f'<svg role="img" aria-label="speedup distribution" width="470" height="210">'
+            f'<text x="10" y="15" font-size="12">speedup distribution (accepted kernels)</text>{bars}</svg>')
+
+
+def _fast_p_curve(speedups: list[float], total: int) -> str:
+    ps = [i / 10 for i in range(0, 31)]
+    points = " ".join(f"{30 + p * 130:.1f},{180 - 150 * (sum(s > p for s in speedups) / total if total else 0):.1f}"
+                      for p in ps)
+    ticks = "".join(f'<text x="{30 + p * 130:.0f}" y="195" font-size="10">{p:g}</text>' for p in (0, 1, 2, 3))
+    return (f'<svg role="img" aria-label="fast_p" width="470" height="210"><text x="10" y="15" font-size="12">'
+            f'fast_p: fraction of all problems correct and faster than p</text><polyline points="{points}" '
+            f'fill="none" stroke="#d0704a" stroke-width="2"/><line x1="30" y1="180" x2="430" y2="180" stroke="#999"/>'
+            f'{ticks}</svg>')
+
+
+def _progress(rows: list[dict[str, Any]]) -> str:
+    rounds = sorted({r["round"] for r in rows if r["round"]})
+    if not rounds:
+        return ""
+    best, points = 0.0, []
+    for index, round_ in enumerate(rounds):
+        best = max([best] + [r["speedup"] for r in rows if r["round"] == round_ and r["verdict"] == "accepted"
+                             and r["speedup"]])
+        points.append((index, best))
+    top = max(b for _, b in points) or 1.0
+    line = " ".join(f"{30 + i * 400 / max(1, len(rounds) - 1):.1f},{180 - 150 * b / top:.1f}" for i, b in points)
+    return (f'<svg role="img" aria-label="progress" width="470" height="210"><text x="10" y="15" font-size="12">'
+            f'best speedup so far, by round (top {top:.2f}x)</text><polyline points="{line}" fill="none" '
+            f'stroke="#2c8a4a" stroke-width="2"/></svg>')
+
+
+def _metrics_table(metrics: dict[str, Any]) -> str:
+    head = "".join(f"<th>fast_{p:g}</th>" for p in FAST_P)
+    body = ""
+    for level, m in metrics.items():
+        geo = m["geomean_speedup_correct"]
+        body += (f"<tr><td>{level}</td><td>{m['problems']}</td><td>{m['correctness_rate']:.0%}</td>"
+                 + "".join(f"<td>{m['fast_p'][f'{p:g}']:.0%}</td>" for p in FAST_P)
+                 + f"<td>{'-' if geo is None else f'{geo:.2f}x'}</td><td>{html.escape(str(m['failures']))}</td></tr>")
+    return (f"<table><tr><th>level</th><th>problems</th><th>correct</th>{head}<th>geomean (correct)</th>"
+            f"<th>failures</th></tr>{body}</table>")
+
+
+def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str]) -> tuple[Path, Path]:
+    """`kernels`: label -> kernel source, written under `folder/kernels/` and linked from the table."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernels").mkdir(exist_ok=True)
+    links = {}
+    for label, source in kernels.items():
+        name = "".join(c if c.isalnum() or c in "-_" else "_" for c in label) + ".py"
+        (folder / "kernels" / name).write_text(source)
+        links[label] = f"kernels/{name}"
+    rows = _rows(details)
+    speedups = [r["speedup"] for r in rows if r["verdict"] == "accepted" and r["speedup"]]
+    total = len({r["problem"] for r in rows})
+    table = "".join(
+        f"<tr><td>{html.escape(str(r['problem']))}</td><td>{r['round'] or ''}</td><td class="
+        f"\"{'accepted' if r['verdict'] == 'accepted' else 'failed'}\">{html.escape(str(r['verdict']))}</td>"
+        f"<td>{speedup_label(r['speedup'])}</td>"
+        f"<td>{_link(links, r)}</td><td>{html.escape(str(r['detail'])[:300])}</td></tr>" for r in rows)
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>kernelwright {details['run_id']}</title>"
+            f"<style>{_STYLE}</style></head><body><h1>{details['kind']} {html.escape(details['run_id'])}</h1>"
+            f"<p>status {details['status']}, {details.get('llm_calls', 0)} LLM calls, ${details.get('cost_usd', 0):.4f}"
+            f"</p>{_metrics_table(details['metrics'])}<div>{_histogram(speedups)}{_fast_p_curve(speedups, total)}"
+            f"{_progress(rows)}</div><table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th>"
+            f"<th>kernel</th><th>first reason</th></tr>{table}</table></body></html>")
+    html_path = folder / "report.html"
+    html_path.write_text(page)
+    markdown_path = folder / "summary.md"
+    markdown_path.write_text(_markdown(details, rows))
+    return html_path, markdown_path
+
+
+def _link(links: dict[str, str], row: dict[str, Any]) -> str:
+    label = _label(row)
+    return f'<a href="{links[label]}">source</a>' if label in links else ""
+
+
+def _label(row: dict[str, Any]) -> str:
+    return f"{row['problem']}-c{row['candidate_id']}" if row.get("candidate_id") else str(row["problem"])
+
+
+def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    lines = [f"# {details['kind']} {details['run_id']}", "", f"status {details['status']}", "",
+             "| level | problems | correct | " + " | ".join(f"fast_{p:g}" for p in FAST_P) + " | geomean (correct) |",
+             "|---" * (4 + len(FAST_P)) + "|"]
+    for level, m in details["metrics"].items():
+        geo = m["geomean_speedup_correct"]
+        lines.append(f"| {level} | {m['problems']} | {m['correctness_rate']:.0%} | "
+                     + " | ".join(f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P)
+                     + f" | {'-' if geo is None else f'{geo:.2f}x'} |")
+    lines += ["", "| problem | verdict | speedup |", "|---|---|---|"]
+    lines += [f"| {r['problem']} | {r['verdict']} | {speedup_label(r['speedup'])} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def speedup_label(value: float | None) -> str:
+    return "-" if not value or not math.isfinite(value) else f"{value:.3f}x"

@@ -1,0 +1,159 @@
+"""`kernelwright sweep`: every problem of a folder, either re-verifying existing solutions (`--candidates DIR`)
+or optimizing each with a model. Resumable: a problem's row is marked done only when its result is stored, so
+a killed sweep loses nothing finished and restarts the unfinished problems cleanly."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import Future, as_completed
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent.config import OptimizeConfig
+from agent.llm import ChatModel
+from agent.loop import Optimizer
+from agent.recorder import RunRecorder
+from harness import EvalPolicy, Evaluation
+from kernelbench.matching import solutions_by_problem
+from kernelbench.problem import Problem
+from store import SweepItemRow, record_evaluation
+from store import runs as run_store
+from store.results import upsert_problem
+from sweeps.executor import EvalTask, Executor
+from sweeps.metrics import by_level
+
+Progress = Callable[[str], None]
+
+
+class SweepConfig(BaseModel):
+    """What a sweep does. Stored with the run; `--resume` reads it back."""
+
+    mode: str = Field("candidates", description="candidates: verify solution files; optimize: run the agent.")
+    candidates_dir: str | None = Field(None, description="Folder of solutions, matched to problems by key/id/name.")
+    device: str = Field("cpu", description="cpu or cuda.")
+    workers: int | None = Field(None, description="Compile workers (default: cores and memory allow).")
+    policy: EvalPolicy = Field(default_factory=EvalPolicy)
+    optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
+    problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")
+
+
+def _items(sessions: sessionmaker[Session], run_id: str) -> dict[str, SweepItemRow]:
+    with sessions() as session:
+        return {row.problem_key: row for row in session.scalars(select(SweepItemRow).where(SweepItemRow.run_id == run_id))}
+
+
+def _mark(sessions: sessionmaker[Session], run_id: str, problem: Problem, **fields: Any) -> None:
+    with sessions.begin() as session:
+        row = session.scalar(select(SweepItemRow).where(SweepItemRow.run_id == run_id,
+                                                        SweepItemRow.problem_key == problem.key))
+        if row is None:
+            row = SweepItemRow(run_id=run_id, problem_ref=upsert_problem(session, problem).id, problem_key=problem.key,
+                               level=problem.level)
+            session.add(row)
+        for name, value in fields.items():
+            setattr(row, name, value)
+
+
+class Sweep:
+    def __init__(self, sessions: sessionmaker[Session], run_id: str, problems: list[Problem], config: SweepConfig,
+                 progress: Progress | None = None) -> None:
+        self.sessions, self.run_id, self.problems, self.config = sessions, run_id, problems, config
+        self.say = progress or (lambda _m: None)
+        self.started = time.perf_counter()
+        self.finished = 0
+
+    def pending(self) -> list[Problem]:
+        done = {key for key, row in _items(self.sessions, self.run_id).items() if row.status == "done"}
+        return [p for p in self.problems if p.key not in done]
+
+    def _report(self, problem: Problem, verdict: str, speedup: float | None, total: int) -> None:
+        self.finished += 1
+        elapsed = time.perf_counter() - self.started
+        rows = list(_items(self.sessions, self.run_id).values())
+        failed = sum(1 for r in rows if r.status == "done" and r.verdict != "accepted")
+        best = max((r.speedup for r in rows if r.verdict == "accepted" and r.speedup), default=None)
+        eta = elapsed / self.finished * (total - self.finished)
+        self.say(f"[{self.finished}/{total}] {problem.key}: {verdict}"
+                 f"{f' {speedup:.2f}x' if speedup else ''} | failed {failed} | best "
+                 f"{f'{best:.2f}x' if best else '-'} | spent ${run_store.totals(self.sessions, self.run_id)['cost_usd']:.4f}"
+                 f" | ETA {eta:.0f} s")
+
+    def run_candidates(self, executor: Executor) -> None:
+        root = Path(self.config.candidates_dir or ".")
+        solutions = solutions_by_problem(self.problems, root)
+        pending = self.pending()
+        futures: dict[Future[Evaluation], tuple[Problem, str, float]] = {}
+        for problem in pending:
+            file = solutions.get(problem.key)
+            if file is None:
+                _mark(self.sessions, self.run_id, problem, status="done", verdict="missing",
+                      detail=f"no solution in {root} matches this problem")
+                self._report(problem, "missing", None, len(pending))
+                continue
+            _mark(self.sessions, self.run_id, problem, status="running", detail=str(file))
+            source = file.read_text()
+            task = EvalTask(problem.key, problem, source, self.config.device, self.config.policy)
+            futures[executor.submit(task)] = (problem, source, time.perf_counter())
+        for future in as_completed(futures):
+            problem, source, started = futures[future]
+            try:
+                evaluation = future.result()
+            except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
+                _mark(self.sessions, self.run_id, problem, status="done", verdict="problem_error", detail=str(exc))
+                self._report(problem, "problem_error", None, len(pending))
+                continue
+            evaluation_id = record_evaluation(self.sessions, problem, source, evaluation, run_id=self.run_id,
+                                              origin=self.config.candidates_dir)
+            _mark(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,
+                  speedup=evaluation.speedup, evaluation_id=evaluation_id, wall_s=time.perf_counter() - started,
+                  detail=(evaluation.reasons or [""])[0][:2000])
+            self._report(problem, evaluation.verdict.value, evaluation.speedup, len(pending))
+
+    def run_optimize(self, coder: ChatModel, judge: ChatModel, runs_root: Path) -> None:
+        assert self.config.optimize is not None
+        items = _items(self.sessions, self.run_id)
+        pending = self.pending()
+        for problem in pending:
+            started = time.perf_counter()
+            child = items.get(problem.key)
+            if child is not None and child.child_run_id:  # interrupted mid-optimize: resume that run exactly
+                recorder = RunRecorder.resume(self.sessions, child.child_run_id, runs_root)
+            else:
+                recorder = RunRecorder.start(self.sessions, problem, self.config.optimize, coder.name, runs_root)
+                _mark(self.sessions, self.run_id, problem, status="running", child_run_id=recorder.run_id)
+            result = Optimizer(problem, coder, judge, self.config.optimize, recorder).run()
+            summary = recorder.finish(result)
+            best = summary["best"]
+            verdict = best["verdict"] if best else _failure_of(result)
+            _mark(self.sessions, self.run_id, problem, status="done", verdict=verdict,
+                  speedup=best["speedup"] if best else None, wall_s=time.perf_counter() - started,
+                  cost_usd=summary["cost_usd"], detail=summary["folder"])
+            self._report(problem, verdict, best["speedup"] if best else None, len(pending))
+
+
+def _failure_of(result: Any) -> str:
+    """The verdict that best describes a problem with no accepted kernel (llm_failure when nothing was parsed)."""
+    verdicts = [o.attempt.verdict for o in result.outcomes]
+    for verdict in ("incorrect", "runtime_error", "compile_error", "rejected", "timeout", "crash"):
+        if verdict in verdicts:
+            return verdict
+    return "llm_failure"
+
+
+def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any]:
+    run = run_store.get_run(sessions, run_id)
+    items = list(_items(sessions, run_id).values())
+    order = {key: i for i, key in enumerate((run.config or {}).get("sweep", {}).get("problem_keys", []))}
+    items.sort(key=lambda r: order.get(r.problem_key, len(order)))
+    problems = [{"name": r.problem_key, "level": r.level, "status": r.status,
+                 "best": None if r.status != "done" or r.verdict in (None, "missing", "problem_error", "llm_failure")
+                 else {"verdict": r.verdict, "speedup": r.speedup},
+                 "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
+                 "detail": r.detail, "child_run_id": r.child_run_id} for r in items]
+    finished = [p for p in problems if p["status"] == "done"]
+    return {"run_id": run_id, "status": run.status if run else "unknown", "problems": problems,
+            "metrics": by_level(finished), **run_store.totals(sessions, run_id)}

@@ -1,0 +1,32 @@
+import math
+
+import pytest
+
+from sweeps.metrics import by_level, summarize
+
+RESULTS = [
+    {"level": 1, "verdict": "accepted", "speedup": 2.0},
+    {"level": 1, "verdict": "accepted", "speedup": 0.5},
+    {"level": 1, "verdict": "incorrect", "speedup": None},
+    {"level": 2, "verdict": "accepted", "speedup": 1.2},
+    {"level": 2, "verdict": "missing", "speedup": None},
+]
+
+
+def test_fast_p_is_over_all_problems_and_failures_are_counted() -> None:
+    m = summarize(RESULTS)
+    assert m["problems"] == 5 and m["correct"] == 3 and m["correctness_rate"] == pytest.approx(0.6)
+    assert m["fast_p"] == {"0": 0.6, "0.5": 0.4, "0.8": 0.4, "1": 0.4, "1.5": 0.2, "2": 0.0}
+    assert m["geomean_speedup_correct"] == pytest.approx(math.exp((math.log(2) + math.log(0.5) + math.log(1.2)) / 3))
+    assert m["failures"] == {"incorrect": 1, "missing": 1}
+
+
+def test_per_level_and_all() -> None:
+    levels = by_level(RESULTS)
+    assert set(levels) == {"all", "level1", "level2"}
+    assert levels["level1"]["problems"] == 3 and levels["level2"]["correct"] == 1 and levels["all"]["problems"] == 5
+
+
+def test_empty_sweep() -> None:
+    m = summarize([])
+    assert m["problems"] == 0 and m["geomean_speedup_correct"] is None and m["fast_p"]["1"] == 0.0
