@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-gpu bench bench-hardening clean
+.PHONY: setup demo test test-gpu bench bench-hardening bench-sweep clean
 
 setup: $(STAMP)
 
@@ -37,6 +37,9 @@ bench: setup
 
 bench-hardening: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_hardening.py
+
+bench-sweep: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_sweep.py
 
 clean:
 	rm -rf $(VENV) runs/builds runs/scratch

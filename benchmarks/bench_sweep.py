@@ -1,0 +1,52 @@
+"""Sweep throughput, measured in one run: problems per hour for a `--candidates` sweep over the bundled problems
+with 1 compile worker vs 2, each on a cold build cache, then with a warm cache.
+
+    .venv/bin/python benchmarks/bench_sweep.py [--limit 6]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from harness import EvalPolicy
+from kernelbench.bundled import CANDIDATES_ROOT, PROBLEMS_ROOT
+from kernelbench.problem import load_problems
+from kernelwright.optimize_service import ModelOptions
+from kernelwright.sweep_service import run_sweep
+from sweeps.sweep import SweepConfig
+
+
+def _sweep(workers: int, cache: str, limit: int, db: str) -> float:
+    os.environ["KERNELWRIGHT_BUILD_CACHE"] = cache
+    problems = load_problems(PROBLEMS_ROOT)[:limit]
+    config = SweepConfig(mode="candidates", candidates_dir=str(CANDIDATES_ROOT / "cpu"), device="cpu",
+                         workers=workers, policy=EvalPolicy(timing_budget_s=0.5))
+    started = time.perf_counter()
+    summary = run_sweep(problems, config, ModelOptions(), db)
+    elapsed = time.perf_counter() - started
+    assert all(p["verdict"] == "accepted" for p in summary["problems"]), summary["problems"]
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--limit", type=int, default=6)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kw-bench-sweep-") as root:
+        os.environ["KERNELWRIGHT_HOME"] = root
+        db = f"sqlite:///{Path(root) / 'bench.db'}"
+        one = _sweep(1, f"{root}/cache-1", args.limit, db)
+        two = _sweep(2, f"{root}/cache-2", args.limit, db)
+        warm = _sweep(2, f"{root}/cache-2", args.limit, db)
+    print(f"{args.limit} bundled problems, --candidates sweep, CPU device, {os.cpu_count()} cores")
+    for label, seconds in (("1 worker, cold cache", one), ("2 workers, cold cache", two), ("2 workers, warm cache", warm)):
+        print(f"{label:<24} {seconds:7.1f} s  {args.limit * 3600 / seconds:8.0f} problems/hour")
+    print(f"2 workers / 1 worker: {one / two:.2f}x   warm / cold (2 workers): {two / warm:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
