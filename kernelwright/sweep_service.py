@@ -18,7 +18,7 @@ from kernelwright.optimize_service import ModelOptions, build_model
 from store import ProblemRow, open_store
 from store import runs as run_store
 from store.results import upsert_problem
-from sweeps.executor import LocalExecutor
+from sweeps.executor import Executor, LocalExecutor
 from sweeps.sweep import Sweep, SweepConfig, sweep_summary
 
 
@@ -44,6 +44,19 @@ def _stored_problems(sessions: Any, fingerprints: list[str]) -> list[Problem]:
         rows = {r.fingerprint: r for r in session.scalars(select(ProblemRow).where(ProblemRow.fingerprint.in_(fingerprints)))}
     return [Problem(name=r.name, source=r.source, level=r.level, problem_id=r.problem_id, path=r.path)
             for r in (rows[f] for f in fingerprints if f in rows)]
+
+
+def _executor(config: SweepConfig) -> Executor:
+    if config.executor == "ray":
+        from sweeps.ray_executor import RayExecutor, RayUnavailable
+
+        try:
+            return RayExecutor(config.ray_address, config.device, config.workers)
+        except RayUnavailable as exc:
+            raise UsageError(str(exc)) from None
+    if config.executor != "local":
+        raise UsageError(f"--executor {config.executor!r}: choose local or ray")
+    return LocalExecutor(config.workers, config.device)
 
 
 def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: ModelOptions, db_url: str | None,
@@ -79,7 +92,7 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         judge = build_model(models.judge_model, models) if models.judge_model else coder
         sweep.run_optimize(coder, judge, home())
     else:
-        executor = LocalExecutor(config.workers, config.device)
+        executor = _executor(config)
         try:
             sweep.run_candidates(executor)
         finally:

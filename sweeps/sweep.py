@@ -36,6 +36,8 @@ class SweepConfig(BaseModel):
     candidates_dir: str | None = Field(None, description="Folder of solutions, matched to problems by key/id/name.")
     device: str = Field("cpu", description="cpu or cuda.")
     workers: int | None = Field(None, description="Compile workers (default: cores and memory allow).")
+    executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or --ray-address).")
+    ray_address: str | None = Field(None, description="An existing Ray cluster to run on.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy)
     optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
     problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")

@@ -104,3 +104,16 @@ def test_optimize_sweep_with_the_scripted_model(tmp_path: Path) -> None:
     assert problem["verdict"] == "accepted" and problem["child_run_id"]
     shown = json.loads(_run(["runs", "show", problem["child_run_id"], "--db", db, "--json"], tmp_path).stdout)
     assert [e["verdict"] for e in shown["evaluations"]] == ["incorrect", "accepted"]
+
+
+def test_ray_executor_on_a_local_cluster(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    solutions = _solutions(tmp_path, ["level1/1_ReLU.py", "level1/4_Softmax.py"])
+    db = f"sqlite:///{tmp_path / 'ray.db'}"
+    result = _run(["sweep", str(PROBLEMS), "--candidates", str(solutions), "--problems", "ReLU", "--problems",
+                   "Softmax", "--device", "cpu", "--executor", "ray", "--workers", "2", "--db", db, "--json"], tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout)
+    assert [p["verdict"] for p in summary["problems"]] == ["accepted", "accepted"]
+    with open_store(db)() as session:  # the driver wrote every result, once
+        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 2
