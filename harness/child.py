@@ -220,6 +220,29 @@ def run_timing(job: J.ChildJob, reference: Any, candidate: Any, trials: list[dic
     return samples, spot_checks
 
 
+def run_baselines(job: J.ChildJob, problem: Any, payload: dict[str, Any]) -> dict[str, Any]:
+    """The reference timed eagerly, then compiled with torch.compile (compile time excluded by warm-up)."""
+    import torch
+
+    torch.manual_seed(job.init_seed)
+    model = problem.Model(*payload["init_inputs"]).to(job.device)
+    inputs = to_device(cloned(payload["trials"][0]["inputs"]), job.device)
+    timer = make_timer(job.device)
+    measured: dict[str, Any] = {}
+    for name, build in (("eager", lambda: model), ("compile", lambda: torch.compile(model))):
+        try:
+            runnable = build()
+            for _ in range(job.warmup_calls):
+                _call(runnable, inputs)
+            _sync(job.device)
+            probe = timer.time(lambda: _call(runnable, inputs))[0]
+            calls = max(job.min_timed_calls, min(job.max_timed_calls, int(job.timing_budget_s * 1000 / max(probe, 1e-3))))
+            measured[name] = [timer.time(lambda: _call(runnable, inputs))[0] for _ in range(calls)]
+        except Exception as exc:  # torch.compile fails on some problems and machines: a recorded reason
+            measured[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
+    return measured
+
+
 def _write_result(scratch: Path, result: dict[str, Any]) -> None:
     temporary = scratch / (J.RESULT_FILE + ".tmp")
     temporary.write_text(json.dumps(result, default=str))
@@ -261,6 +284,9 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
         builder = CompileOnlyBuilder(Path(job.build_cache), recorder, job.cuda_arch)
     builder.install()
     problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")  # before any candidate code
+    if job.baseline:
+        result["baseline"] = run_baselines(job, problem, torch.load(scratch / J.INPUTS_FILE, weights_only=True))
+        return
     with PoisonedAllocations():  # its lazy imports rebind torch attributes: let that happen before the snapshot
         pass
     identities = identity_snapshot()

@@ -33,6 +33,7 @@ class ChildJob(BaseModel):
     hardening: bool = True
     timing_seed: int = 0
     spot_checks: int = 3
+    baseline: bool = False  # time the reference eagerly and under torch.compile, no candidate
     build_only: bool = False  # import (and so build) the candidate, then stop: a sweep's compile workers
 
 
@@ -47,3 +48,4 @@ class ChildResult(BaseModel):
     integrity: list[str] = Field(default_factory=list)
     threads: dict[str, dict[str, int]] = Field(default_factory=dict)
     telemetry: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    baseline: dict[str, Any] = Field(default_factory=dict)

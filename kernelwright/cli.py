@@ -266,6 +266,7 @@ def sweep_command(
     executor: str = typer.Option("local", help="local, or ray (a local cluster, or --ray-address)."),
     ray_address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster."),
     shrink: bool = typer.Option(False, help="Rescale each problem to the CPU budget first."),
+    baselines: bool = typer.Option(False, help="Also time eager PyTorch and torch.compile (measured once, reused)."),
     timeout: float = typer.Option(300.0, min=1.0, help="Seconds per evaluation."),
     model: Optional[str] = typer.Option(None, help="Model for optimize mode (or scripted:FILE)."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
@@ -279,7 +280,7 @@ def sweep_command(
     policy = EvalPolicy(timeout_s=timeout)
     config = SweepConfig(mode="candidates" if candidates else "optimize",
                          candidates_dir=str(candidates) if candidates else None, device=device, workers=workers,
-                         executor=executor, ray_address=ray_address,
+                         executor=executor, ray_address=ray_address, baselines=baselines,
                          policy=policy, optimize=None if candidates else OptimizeConfig(
                              device=device, rounds=rounds, policy=policy))
     models = ModelOptions(model=model, base_url=base_url, api_key_env=api_key_env)

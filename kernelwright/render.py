@@ -125,6 +125,10 @@ def metrics_table(metrics: dict[str, Any]) -> Table:
 
 def sweep_table(summary: dict[str, Any]) -> Table:
     print_table(metrics_table(summary["metrics"]))
+    if "metrics_vs_compile" in summary:
+        table = metrics_table(summary["metrics_vs_compile"])
+        table.title = "metrics against torch.compile"
+        print_table(table)
     return _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
                                                                           "detail"],
                     [[p["name"], p["status"], str(p["verdict"]), _speed(p["speedup"]), str(p["detail"] or "")[:120]]

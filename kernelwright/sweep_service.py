@@ -19,7 +19,7 @@ from store import ProblemRow, open_store
 from store import runs as run_store
 from store.results import upsert_problem
 from sweeps.executor import Executor, LocalExecutor
-from sweeps.sweep import Sweep, SweepConfig, sweep_summary
+from sweeps.sweep import Sweep, SweepConfig, ensure_baselines, sweep_summary
 
 
 def select_problems(path: Path, levels: set[int] | None, filters: list[str] | None, limit: int | None,
@@ -97,6 +97,8 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
             sweep.run_candidates(executor)
         finally:
             executor.shutdown()
+    if config.baselines:
+        ensure_baselines(sessions, problems, config.device, config.policy, progress)
     run_store.set_run_status(sessions, run_id, "finished")
     return sweep_summary(sessions, run_id)
 

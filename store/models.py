@@ -136,5 +136,21 @@ class SweepItemRow(Base):
     evaluation_id: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id"), nullable=True)
     child_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the optimize run (optimize mode)
     detail: Mapped[str | None] = mapped_column(Text, nullable=True)
+    candidate_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     wall_s: Mapped[float] = mapped_column(Float, default=0.0)
     cost_usd: Mapped[float] = mapped_column(Float, default=0.0)
+
+
+class BaselineRow(Base):
+    """Eager and torch.compile timings of one problem revision on one device fingerprint, measured once."""
+
+    __tablename__ = "baselines"
+    __table_args__ = (UniqueConstraint("problem_fingerprint", "device_key", name="uq_baseline"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_fingerprint: Mapped[str] = mapped_column(String(64))
+    device_key: Mapped[str] = mapped_column(String(64))
+    eager_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    compile_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
+    errors: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    created_at: Mapped[datetime] = mapped_column(default=_now)

@@ -20,7 +20,7 @@ from agent.recorder import RunRecorder
 from harness import EvalPolicy, Evaluation
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
-from store import SweepItemRow, record_evaluation
+from store import BaselineRow, SweepItemRow, record_evaluation
 from store import runs as run_store
 from store.results import upsert_problem
 from sweeps.executor import EvalTask, Executor
@@ -41,6 +41,8 @@ class SweepConfig(BaseModel):
     policy: EvalPolicy = Field(default_factory=EvalPolicy)
     optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
     problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")
+    baselines: bool = Field(False, description="Also time eager PyTorch and torch.compile per problem (once per "
+                                               "problem and device fingerprint; reused afterwards).")
 
 
 def _items(sessions: sessionmaker[Session], run_id: str) -> dict[str, SweepItemRow]:
@@ -112,6 +114,7 @@ class Sweep:
                                               origin=self.config.candidates_dir)
             _mark(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,
                   speedup=evaluation.speedup, evaluation_id=evaluation_id, wall_s=time.perf_counter() - started,
+                  candidate_ms=evaluation.candidate_ms,
                   detail=(evaluation.reasons or [""])[0][:2000])
             self._report(problem, evaluation.verdict.value, evaluation.speedup, len(pending))
 
@@ -133,8 +136,42 @@ class Sweep:
             verdict = best["verdict"] if best else _failure_of(result)
             _mark(self.sessions, self.run_id, problem, status="done", verdict=verdict,
                   speedup=best["speedup"] if best else None, wall_s=time.perf_counter() - started,
+                  candidate_ms=result.best.attempt.candidate_ms if result.best else None,
                   cost_usd=summary["cost_usd"], detail=summary["folder"])
             self._report(problem, verdict, best["speedup"] if best else None, len(pending))
+
+
+def ensure_baselines(sessions: sessionmaker[Session], problems: list[Problem], device: str, policy: EvalPolicy,
+                     progress: Progress | None = None) -> None:
+    """Measure eager and torch.compile timings for problems that have none on this device yet."""
+    from harness.baseline import device_key, measure_baselines
+
+    key = device_key(device, policy.cpu_threads)
+    for problem in problems:
+        with sessions() as session:
+            known = session.scalar(select(BaselineRow).where(BaselineRow.problem_fingerprint == problem.fingerprint,
+                                                             BaselineRow.device_key == key))
+        if known is not None:
+            continue
+        if progress:
+            progress(f"baselines for {problem.key} (eager, torch.compile)")
+        measured = measure_baselines(problem, device, policy)
+        with sessions.begin() as session:
+            session.add(BaselineRow(problem_fingerprint=problem.fingerprint, device_key=key,
+                                    eager_ms=measured.get("eager_ms"), compile_ms=measured.get("compile_ms"),
+                                    errors={k: v for k, v in measured.items() if "error" in k}))
+
+
+def _baselines(sessions: sessionmaker[Session], fingerprints: dict[str, str], device: str,
+               threads: int) -> dict[str, BaselineRow]:
+    from harness.baseline import device_key
+
+    key = device_key(device, threads)
+    with sessions() as session:
+        rows = session.scalars(select(BaselineRow).where(BaselineRow.device_key == key,
+                                                         BaselineRow.problem_fingerprint.in_(list(fingerprints.values()))))
+        by_fingerprint = {row.problem_fingerprint: row for row in rows}
+    return {k: by_fingerprint[f] for k, f in fingerprints.items() if f in by_fingerprint}
 
 
 def _failure_of(result: Any) -> str:
@@ -155,7 +192,29 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
                  "best": None if r.status != "done" or r.verdict in (None, "missing", "problem_error", "llm_failure")
                  else {"verdict": r.verdict, "speedup": r.speedup},
                  "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
-                 "detail": r.detail, "child_run_id": r.child_run_id} for r in items]
+                 "detail": r.detail, "child_run_id": r.child_run_id, "candidate_ms": r.candidate_ms} for r in items]
     finished = [p for p in problems if p["status"] == "done"]
-    return {"run_id": run_id, "status": run.status if run else "unknown", "problems": problems,
-            "metrics": by_level(finished), **run_store.totals(sessions, run_id)}
+    summary = {"run_id": run_id, "status": run.status if run else "unknown", "problems": problems,
+               "metrics": by_level(finished), **run_store.totals(sessions, run_id)}
+    config = (run.config or {}).get("sweep", {})
+    if config.get("baselines"):
+        fingerprints = dict(zip(config.get("problem_keys", []), run.config.get("fingerprints", [])))
+        baselines = _baselines(sessions, fingerprints, config.get("device", "cpu"),
+                               config.get("policy", {}).get("cpu_threads", 1))
+        for problem in problems:
+            row = baselines.get(problem["name"])
+            problem["baseline"] = None if row is None else {"eager_ms": row.eager_ms, "compile_ms": row.compile_ms,
+                                                            "errors": row.errors}
+        summary["metrics_vs_compile"] = by_level(_against_compile(finished, baselines))
+    return summary
+
+
+def _against_compile(problems: list[dict[str, Any]], baselines: dict[str, BaselineRow]) -> list[dict[str, Any]]:
+    """The same results with speedup = torch.compile time / candidate time (no baseline: not counted faster)."""
+    rows = []
+    for p in problems:
+        row = baselines.get(p["name"])
+        speedup = (row.compile_ms / p["candidate_ms"]) if row and row.compile_ms and p.get("candidate_ms") else None
+        rows.append({**p, "speedup": speedup if p["verdict"] == "accepted" else None,
+                     "verdict": p["verdict"] if speedup or p["verdict"] != "accepted" else "no_baseline"})
+    return rows

@@ -117,3 +117,22 @@ def test_ray_executor_on_a_local_cluster(tmp_path: Path) -> None:
     assert [p["verdict"] for p in summary["problems"]] == ["accepted", "accepted"]
     with open_store(db)() as session:  # the driver wrote every result, once
         assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 2
+
+
+def test_baselines_are_measured_once_and_reused(tmp_path: Path) -> None:
+    from store import BaselineRow
+
+    solutions = _solutions(tmp_path, ["level1/1_ReLU.py"])
+    db = f"sqlite:///{tmp_path / 'base.db'}"
+    args = ["sweep", str(PROBLEMS), "--candidates", str(solutions), "--problems", "ReLU", "--device", "cpu",
+            "--baselines", "--db", db, "--json"]
+    first = _run(args, tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    (problem,) = json.loads(first.stdout)["problems"]
+    baseline = problem["baseline"]
+    assert baseline["eager_ms"] > 0 and (baseline["compile_ms"] or baseline["errors"])
+    second = _run(args, tmp_path)
+    assert "baselines for" not in second.stderr  # reused, not measured again
+    assert "metrics_vs_compile" in json.loads(second.stdout)
+    with open_store(db)() as session:
+        assert session.scalar(select(func.count()).select_from(BaselineRow)) == 1
