@@ -63,6 +63,14 @@ def _emit(rows: object, json_output: bool, table: Callable[[Any], Any]) -> None:
         render.print_table(table(rows))
 
 
+def _guarded(call: Callable[..., Any], *args: Any) -> Any:
+    """Run a service call; a user's mistake becomes a message and exit status 2, never a traceback."""
+    try:
+        return call(*args)
+    except (UsageError, ProblemError, DeviceError, StoreError) as exc:
+        raise _fail(str(exc)) from None
+
+
 def _device_option(value: str) -> str:
     if value not in DEVICES:
         raise typer.BadParameter(f"choose one of {', '.join(DEVICES)}")
@@ -299,53 +307,34 @@ def sweep_command(
 @runs_app.command("list")
 def runs_list_command(db: Optional[str] = typer.Option(None, "--db"), json_output: bool = typer.Option(False, "--json")) -> None:
     """Every run, newest first."""
-    try:
-        rows = runs_list(db)
-    except StoreError as exc:
-        raise _fail(str(exc)) from None
-    _emit(rows, json_output, render.runs_table)
+    _emit(_guarded(runs_list, db), json_output, render.runs_table)
 
 
 @runs_app.command("show")
 def runs_show_command(run_id: str, db: Optional[str] = typer.Option(None, "--db"),
                       json_output: bool = typer.Option(False, "--json")) -> None:
     """One run: its problems or rounds, verdicts, speedups and metrics."""
-    try:
-        details = run_details(db, run_id)
-    except (UsageError, StoreError) as exc:
-        raise _fail(str(exc)) from None
-    _emit(details, json_output, render.run_table)
+    _emit(_guarded(run_details, db, run_id), json_output, render.run_table)
 
 
 @runs_app.command("best")
 def runs_best_command(problem: str, db: Optional[str] = typer.Option(None, "--db"),
                       json_output: bool = typer.Option(False, "--json")) -> None:
     """The fastest accepted kernels of a problem across all runs."""
-    try:
-        rows = problem_best(db, problem)
-    except StoreError as exc:
-        raise _fail(str(exc)) from None
-    _emit(rows, json_output, render.best_table)
+    _emit(_guarded(problem_best, db, problem), json_output, render.best_table)
 
 
 @runs_app.command("compare")
 def runs_compare_command(first: str, second: str, db: Optional[str] = typer.Option(None, "--db"),
                          json_output: bool = typer.Option(False, "--json")) -> None:
     """Two runs side by side, per problem."""
-    try:
-        rows = compare_runs(db, first, second)
-    except (UsageError, StoreError) as exc:
-        raise _fail(str(exc)) from None
-    _emit(rows, json_output, render.compare_table)
+    _emit(_guarded(compare_runs, db, first, second), json_output, render.compare_table)
 
 
 @app.command("report")
 def report_command(run_id: str, db: Optional[str] = typer.Option(None, "--db"),
                    output: Optional[str] = typer.Option(None, help="Folder (default runs/RUN_ID).")) -> None:
     """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
-    try:
-        html_path, markdown_path = write_run_report(db, run_id, output)
-    except (UsageError, StoreError) as exc:
-        raise _fail(str(exc)) from None
+    html_path, markdown_path = _guarded(write_run_report, db, run_id, output)
     typer.echo(html_path)
     stderr.print(f"wrote {html_path} and {markdown_path}")

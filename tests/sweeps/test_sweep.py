@@ -55,6 +55,13 @@ def test_candidates_sweep_counts_every_problem_and_reports(tmp_path: Path) -> No
     assert "ETA" in result.stderr  # live progress
     listed = json.loads(_run(["runs", "list", "--db", db, "--json"], tmp_path).stdout)
     assert [r["run_id"] for r in listed] == [summary["run_id"]]
+    best = json.loads(_run(["runs", "best", "ReLU", "--db", db, "--json"], tmp_path).stdout)
+    assert best[0]["problem"] == "ReLU" and best[0]["speedup"] > 0
+    compared = json.loads(_run(["runs", "compare", summary["run_id"], summary["run_id"], "--db", db, "--json"],
+                               tmp_path).stdout)
+    assert {r["problem"]: r["b_over_a"] for r in compared}["level1/1_ReLU"] == pytest.approx(1.0)
+    shown = json.loads(_run(["runs", "show", summary["run_id"], "--db", db, "--json"], tmp_path).stdout)
+    assert shown["kind"] == "sweep" and len(shown["problems"]) == 5
     report = _run(["report", summary["run_id"], "--db", db], tmp_path)
     page = Path(report.stdout.strip()).read_text()
     assert "<svg" in page and "fast_p" in page and "level1/2_GELU" in page and 'href="kernels/level1_1_ReLU.py"' in page
