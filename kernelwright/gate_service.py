@@ -36,8 +36,8 @@ class GateResult:
 def _stored_candidates(db_url: str | None, run_id: str | None, problem_filter: str | None) -> list[CandidateRow]:
     sessions = open_store(db_url)
     with sessions() as session:
-        query = (select(CandidateRow).join(EvaluationRow, EvaluationRow.candidate_id == CandidateRow.id)
-                 .where(EvaluationRow.verdict == "accepted").distinct().order_by(CandidateRow.id))
+        accepted = select(EvaluationRow.candidate_id).where(EvaluationRow.verdict == "accepted")
+        query = select(CandidateRow).where(CandidateRow.id.in_(accepted)).order_by(CandidateRow.id)
         if run_id:
             query = query.where(CandidateRow.run_id == run_id)
         rows = list(session.scalars(query))
