@@ -7,16 +7,15 @@ import hashlib
 import os
 import platform
 import secrets
-import shutil
 import statistics
 from typing import Any
 
 from harness import job as J
-from harness.evaluate import _prepare_scratch, _read_result, _save_inputs
 from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.reference import run_reference
 from harness.sandbox import Limits, run_child
+from harness.scratch import read_result, save_inputs, scratch_folder
 from kernelbench.problem import Problem
 
 BASELINE_SOURCE = "# baseline measurement: no candidate\n"
@@ -39,14 +38,13 @@ def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict
                      cpu_threads=policy.cpu_threads, warmup_calls=policy.warmup_calls,
                      min_timed_calls=policy.min_timed_calls, max_timed_calls=policy.max_timed_calls,
                      timing_budget_s=policy.timing_budget_s, skip_timing=True, baseline=True)
-    scratch = _prepare_scratch(problem, BASELINE_SOURCE, job)
-    try:
-        _save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
+    with scratch_folder(problem, BASELINE_SOURCE, job) as scratch:
+        save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
                                             vary_distributions=False))
         limits = Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
                         address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
         outcome = run_child(scratch, limits)
-        result = _read_result(scratch)
+        result = read_result(scratch)
         if result is None or not result.baseline:
             return {"error": f"the baseline process failed (returncode {outcome.returncode})"}
         record: dict[str, Any] = {k: v for k, v in result.baseline.items() if k.endswith("_error")}
@@ -55,6 +53,3 @@ def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict
             if samples:
                 record[f"{name}_ms"] = statistics.median(samples)
         return record
-    finally:
-        if os.environ.get("KERNELWRIGHT_KEEP_SCRATCH") != "1":
-            shutil.rmtree(scratch, ignore_errors=True)

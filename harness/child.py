@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import job as J
-from harness.build_cache import BuildFailed, BuildRecorder, CachedBuilder
+from harness.build_cache import BuildFailed, BuildRecorder, CachedBuilder, remove_stale_builds
 from harness.integrity import (PoisonedAllocations, flatten, identity_snapshot, inputs_changed, output_problems,
                                replaced_since, settled_fingerprints, thread_state)
 from harness.tensors import cloned, portable, to_device
@@ -188,8 +188,6 @@ def run_timing(job: J.ChildJob, reference: Any, candidate: Any, trials: list[dic
     """Interleaved timing: each round times both models, in alternating order, on freshly allocated copies of
     an input set drawn at random (by a seed the candidate never sees). At secret positions the candidate's
     output is kept for the parent to check, so timed calls cannot behave differently from checked ones."""
-    import torch
-
     timer = make_timer(job.device)
     rng = random.Random(job.timing_seed)
     models: dict[str, Callable[..., Any]] = {"ref": reference, "candidate": candidate}
@@ -283,6 +281,7 @@ def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: Buil
 
         builder = CompileOnlyBuilder(Path(job.build_cache), recorder, job.cuda_arch)
     builder.install()
+    remove_stale_builds(Path(job.build_cache))  # unfinished folders of builds killed hours ago
     problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")  # before any candidate code
     if job.baseline:
         result["baseline"] = run_baselines(job, problem, torch.load(scratch / J.INPUTS_FILE, weights_only=True))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -15,12 +14,13 @@ from harness.canaries import passing_canaries
 from harness.compare import compare_trial
 from harness.device import resolve_device
 from harness.nvml import telemetry_flags
-from harness.paths import build_cache_dir, scratch_root
+from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
 from harness.reference import ReferenceRun, run_reference
 from harness.roofline import roofline
 from harness.sandbox import ChildOutcome, Limits, run_child
+from harness.scratch import read_result, save_inputs, scratch_folder
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
 from harness.timing import speedup_interval, summarize
@@ -32,32 +32,6 @@ Progress = Callable[[str], None]
 
 def candidate_hash(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
-
-
-def _prepare_scratch(problem: Problem, source: str, job: J.ChildJob) -> Path:
-    root = scratch_root()
-    root.mkdir(parents=True, exist_ok=True)
-    scratch = Path(os.path.realpath(root)) / f"eval-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(4)}"
-    scratch.mkdir()
-    (scratch / J.CANDIDATE_FILE).write_text(source)
-    (scratch / J.PROBLEM_FILE).write_text(problem.source)
-    (scratch / J.JOB_FILE).write_text(job.model_dump_json())
-    return scratch
-
-
-def _save_inputs(scratch: Path, reference: ReferenceRun) -> None:
-    import torch
-
-    torch.save({"init_inputs": reference.init_inputs,
-                "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)]},
-               scratch / J.INPUTS_FILE)
-
-
-def _read_result(scratch: Path) -> J.ChildResult | None:
-    try:
-        return J.ChildResult.model_validate_json((scratch / J.RESULT_FILE).read_text())
-    except (OSError, ValueError):  # missing (the child died) or malformed: never trusted
-        return None
 
 
 def _new_evaluation(problem: Problem, source: str, device: str, policy: EvalPolicy) -> Evaluation:
@@ -128,8 +102,7 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
                      timing_budget_s=policy.timing_budget_s, skip_timing=policy.skip_timing,
                      cuda_arch=policy.cuda_arch, hardening=policy.hardening, timing_seed=secrets.randbits(31),
                      spot_checks=policy.spot_checks)
-    scratch = _prepare_scratch(problem, source, job)
-    try:
+    with scratch_folder(problem, source, job) as scratch:
         reference = None
         if device != "cuda-compile-only":
             say("computing reference outputs")
@@ -137,7 +110,7 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
             seeds = [secrets.randbits(31) for _ in range(policy.trials)]
             reference = run_reference(problem, device, job.init_seed, seeds, policy.cpu_threads,
                                       vary_distributions=policy.hardening)
-            _save_inputs(scratch, reference)
+            save_inputs(scratch, reference)
             evaluation.reasons.extend(reference.notes)
             evaluation.phase_seconds["reference"] = time.perf_counter() - ref_started
         say("building and running the candidate in an isolated process")
@@ -145,9 +118,6 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
                         address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
         outcome = run_child(scratch, limits)
         _decide(evaluation, problem, scratch, outcome, reference, policy)
-    finally:
-        if os.environ.get("KERNELWRIGHT_KEEP_SCRATCH") != "1":
-            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
@@ -180,7 +150,7 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
 
 def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: ChildOutcome,
             reference: ReferenceRun | None, policy: EvalPolicy) -> None:
-    result = _read_result(scratch)
+    result = read_result(scratch)
     events = _record_child(evaluation, scratch, outcome, result)
     failure = child_failure(outcome, result, events, scratch, policy)
     if failure:

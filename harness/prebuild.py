@@ -3,16 +3,14 @@ workers run ahead of the one timing slot. The later `evaluate()` then imports th
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 import time
 
 from harness import job as J
-from harness.evaluate import _prepare_scratch, _read_result
 from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.sandbox import Limits, run_child
+from harness.scratch import read_result, scratch_folder
 from harness.static_check import check_candidate
 from kernelbench.problem import Problem
 
@@ -25,14 +23,10 @@ def prebuild(problem: Problem, source: str, device: str, policy: EvalPolicy) -> 
     job = J.ChildJob(device=device, build_cache=str(build_cache_dir()), init_seed=secrets.randbits(31),
                      cpu_threads=policy.cpu_threads, warmup_calls=1, min_timed_calls=3, max_timed_calls=3,
                      timing_budget_s=0.1, skip_timing=True, build_only=True)
-    scratch = _prepare_scratch(problem, source, job)
-    try:
+    with scratch_folder(problem, source, job) as scratch:
         limits = Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
                         address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
         outcome = run_child(scratch, limits)
-        result = _read_result(scratch)
+        result = read_result(scratch)
         ok = result is not None and result.status == "ok" and not outcome.timed_out
         return {"status": "built" if ok else "failed", "seconds": time.perf_counter() - started}
-    finally:
-        if os.environ.get("KERNELWRIGHT_KEEP_SCRATCH") != "1":
-            shutil.rmtree(scratch, ignore_errors=True)

@@ -3,18 +3,16 @@ Missing ncu, missing counter permissions or a failed profile become a recorded r
 
 from __future__ import annotations
 
-import os
 import secrets
-import shutil
 from typing import Any
 
 from harness import job as J
-from harness.evaluate import _prepare_scratch, _save_inputs
 from harness.ncu import diagnose_failure, ncu_command, parse_ncu_csv
 from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.reference import run_reference
 from harness.sandbox import Limits, run_child
+from harness.scratch import save_inputs, scratch_folder
 from kernelbench.problem import Problem
 
 
@@ -26,9 +24,8 @@ def profile_candidate(problem: Problem, source: str, kernel_names: list[str], po
     job = J.ChildJob(device="cuda", build_cache=str(build_cache_dir()), init_seed=secrets.randbits(31),
                      cpu_threads=policy.cpu_threads, warmup_calls=1, min_timed_calls=3, max_timed_calls=3,
                      timing_budget_s=0.1, skip_timing=True, hardening=False)
-    scratch = _prepare_scratch(problem, source, job)
-    try:
-        _save_inputs(scratch, run_reference(problem, "cuda", job.init_seed, [secrets.randbits(31)],
+    with scratch_folder(problem, source, job) as scratch:
+        save_inputs(scratch, run_reference(problem, "cuda", job.init_seed, [secrets.randbits(31)],
                                             vary_distributions=False))
         limits = Limits(timeout_s=policy.timeout_s * 3, memory_mb=policy.memory_limit_mb, address_space_limit=False)
         outcome = run_child(scratch, limits, prefix=command)
@@ -39,6 +36,3 @@ def profile_candidate(problem: Problem, source: str, kernel_names: list[str], po
             return {"ncu": records, "kernels": kernel_names}
         log = (scratch / J.LOG_FILE).read_text(errors="replace") if (scratch / J.LOG_FILE).exists() else ""
         return {"error": diagnose_failure(text + "\n" + log), "returncode": outcome.returncode}
-    finally:
-        if os.environ.get("KERNELWRIGHT_KEEP_SCRATCH") != "1":
-            shutil.rmtree(scratch, ignore_errors=True)
