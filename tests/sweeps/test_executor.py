@@ -1,4 +1,5 @@
-"""The timing gate: on the CPU, timing runs alone while compiles wait; on a GPU compiles go on."""
+"""The timing gate: on the CPU, timing runs alone while compiles wait; on a GPU compiles go on.
+Threads are coordinated with events, so the assertions do not depend on scheduling luck."""
 
 from __future__ import annotations
 
@@ -8,42 +9,55 @@ import time
 from sweeps.executor import _TimingGate, default_workers
 
 
-def _overlaps(exclusive: bool) -> bool:
-    gate, log, lock = _TimingGate(exclusive), [], threading.Lock()
+def test_gpu_timing_does_not_wait_for_compiles() -> None:
+    gate, inside, timed = _TimingGate(exclusive_with_compiles=False), threading.Event(), threading.Event()
 
     def compile_job() -> None:
         with gate.compile():
-            with lock:
-                log.append("compile+")
-            time.sleep(0.2)
-            with lock:
-                log.append("compile-")
+            inside.set()
+            timed.wait(5)  # still compiling while the timing job runs
 
-    def timing_job() -> None:
-        time.sleep(0.05)
+    worker = threading.Thread(target=compile_job)
+    worker.start()
+    assert inside.wait(5)
+    with gate.time():
+        timed.set()
+    worker.join(5)
+    assert timed.is_set() and not worker.is_alive()
+
+
+def test_cpu_timing_waits_for_compiles_and_blocks_new_ones() -> None:
+    gate, inside, timing_entered = _TimingGate(exclusive_with_compiles=True), threading.Event(), threading.Event()
+    stamps: dict[str, float] = {}
+
+    def first_compile() -> None:
+        with gate.compile():
+            inside.set()
+            time.sleep(0.3)
+            stamps["compile_done"] = time.monotonic()
+
+    def timing() -> None:
         with gate.time():
-            with lock:
-                log.append("time+")
-            time.sleep(0.2)
-            with lock:
-                log.append("time-")
+            stamps["timing_start"] = time.monotonic()
+            timing_entered.set()
+            time.sleep(0.3)
+            stamps["timing_done"] = time.monotonic()
 
-    threads = [threading.Thread(target=compile_job), threading.Thread(target=timing_job)]
-    late_compile = threading.Thread(target=lambda: (time.sleep(0.1), compile_job()))
-    for t in [*threads, late_compile]:
-        t.start()
-    for t in [*threads, late_compile]:
-        t.join()
-    start, end = log.index("time+"), log.index("time-")
-    return any(entry.startswith("compile") for entry in log[start:end])
+    def late_compile() -> None:
+        timing_entered.wait(5)
+        with gate.compile():
+            stamps["late_compile_start"] = time.monotonic()
 
-
-def test_cpu_timing_never_overlaps_a_compile() -> None:
-    assert not _overlaps(exclusive=True)
-
-
-def test_gpu_compiles_continue_during_timing() -> None:
-    assert _overlaps(exclusive=False)
+    threads = [threading.Thread(target=first_compile), threading.Thread(target=timing),
+               threading.Thread(target=late_compile)]
+    threads[0].start()
+    assert inside.wait(5)
+    for thread in threads[1:]:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert stamps["timing_start"] >= stamps["compile_done"]
+    assert stamps["late_compile_start"] >= stamps["timing_done"]
 
 
 def test_default_workers_fit_cores_and_memory() -> None:
