@@ -167,3 +167,4 @@ class PoisonedAllocations:
         enabled, warn_only, fill = self.saved
         torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
         deterministic.fill_uninitialized_memory = fill
+
