@@ -11,10 +11,10 @@ import statistics
 from typing import Any
 
 from harness import job as J
-from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.reference import run_reference
-from harness.sandbox import Limits, run_child
+from harness.sandbox import Limits
+from harness.session import run_child
 from harness.scratch import read_result, save_inputs, scratch_folder
 from kernelbench.problem import Problem
 
@@ -34,10 +34,9 @@ def device_key(device: str, threads: int) -> str:
 
 def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict[str, Any]:
     """{"eager_ms", "compile_ms" (medians) or "*_error"} measured in a fresh, isolated process."""
-    job = J.ChildJob(device=device, build_cache=str(build_cache_dir()), init_seed=secrets.randbits(31),
-                     cpu_threads=policy.cpu_threads, warmup_calls=policy.warmup_calls,
-                     min_timed_calls=policy.min_timed_calls, max_timed_calls=policy.max_timed_calls,
-                     timing_budget_s=policy.timing_budget_s, skip_timing=True, baseline=True)
+    job = J.ChildJob(device=device, init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads,
+                     warmup_calls=policy.warmup_calls, min_timed_calls=policy.min_timed_calls,
+                     max_timed_calls=policy.max_timed_calls, timing_budget_s=policy.timing_budget_s, baseline=True)
     with scratch_folder(problem, BASELINE_SOURCE, job) as scratch:
         save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
                                             vary_distributions=False))

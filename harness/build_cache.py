@@ -1,10 +1,9 @@
-"""Content-addressed builds for candidates' `load_inline` / `load` calls (runs inside the child).
+"""Content-addressed builds, the child's side: `load_inline` / `load` become requests to the parent.
 
 A candidate names its extension whatever it likes; two candidates that both say `name="relu"` would otherwise
-share torch's default build folder and one would silently load the other's kernel. Here every build is keyed
-by a hash of everything that determines the binary, built in a fresh folder (so a killed build's lock file
-can never hang the next one) and moved into the cache only when it finished. A later call with identical
-sources and flags imports the finished binary without running the compiler at all.
+share torch's default build folder and one would silently load the other's kernel. Every build is keyed by a
+hash of everything that determines the binary (never the name), built by the parent's build service
+(`harness/build_service.py`) in a fresh folder, and imported here from the read-only cache.
 """
 
 from __future__ import annotations
@@ -18,23 +17,15 @@ import os
 import shutil
 import sys
 import time
-import uuid
+import types
 from pathlib import Path
 from typing import Any, Callable
 
-OK_MARKER = "BUILD_OK"
 LOG_NAME = "build.log"
 
 
 class BuildFailed(RuntimeError):
     """The compiler or linker rejected the candidate's sources; the message carries the log."""
-
-
-class BuildRecorder:
-    """Collects what the child reports about builds: keys, cache hits, seconds, logs."""
-
-    def __init__(self) -> None:
-        self.builds: list[dict[str, Any]] = []
 
 
 def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
@@ -43,42 +34,13 @@ def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-def _source_text(keyed: dict[str, Any]) -> str:
-    """The code that was compiled (as the static policy re-scans it), and the flags it was compiled with."""
-    parts: list[str] = []
-    for field in ("cpp_sources", "cuda_sources", "sources", "extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
-        value = keyed.get(field)
-        parts.extend([value] if isinstance(value, str) else [str(v) for v in value or []])
-    return "\n".join(parts)
-
-
-def _read_sources(paths: Any) -> list[str]:
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
-    return [Path(p).read_text(errors="replace") for p in items]
-
-
-def _import_built(name: str, folder: Path, is_python_module: bool) -> Any:
-    library = folder / f"{name}.so"
-    if not is_python_module:
-        import torch
-
-        torch.ops.load_library(str(library))
-        return None
-    spec = importlib.util.spec_from_file_location(name, library,
-                                                  loader=importlib.machinery.ExtensionFileLoader(name, str(library)))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-class _StdoutToFile:
+class StdoutToFile:
     """Send fd 1 and 2 (where ninja writes in verbose mode) to a log file for the duration of a build."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __enter__(self) -> "_StdoutToFile":
+    def __enter__(self) -> "StdoutToFile":
         sys.stdout.flush()
         sys.stderr.flush()
         self.saved = (os.dup(1), os.dup(2))
@@ -97,21 +59,65 @@ class _StdoutToFile:
         self.file.close()
 
 
-class CachedBuilder:
-    """Wraps torch's `load_inline` and `load` with the content-addressed cache."""
+class KernelSwitch:
+    """Counts calls into the candidate's own extension functions and, when `poison` is on, fills what they
+    return (or, for functions that return nothing, the tensors they were given) with NaN: a knock-out run in
+    which a forward that never depended on its kernel still returns the right answer."""
 
-    mode = "native"  # part of every key: a compile-only object file is never mistaken for a loadable build
+    def __init__(self) -> None:
+        self.calls = 0
+        self.poison = False
+        self.wrapped = 0
 
-    def __init__(self, cache_root: Path, recorder: BuildRecorder, extra_cuda_cflags: list[str] | None = None):
-        import torch
+    def wrap(self, module: Any) -> Any:
+        proxy = types.ModuleType(getattr(module, "__name__", "extension"))
+        for name in dir(module):
+            value = getattr(module, name)
+            if callable(value) and not name.startswith("__"):
+                setattr(proxy, name, self._wrap(value))
+                self.wrapped += 1
+            elif not name.startswith("__") or name == "__doc__":
+                setattr(proxy, name, value)
+        return proxy
+
+    def _wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        switch = self
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            switch.calls += 1
+            result = function(*args, **kwargs)
+            if switch.poison:
+                _poison(result if result is not None else list(args) + list(kwargs.values()))
+            return result
+
+        kernel.__name__ = getattr(function, "__name__", "kernel")
+        return kernel
+
+
+def _poison(value: Any) -> None:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        with torch.no_grad():
+            value.fill_(float("nan") if value.is_floating_point() else 7)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _poison(item)
+
+
+class RemoteBuilder:
+    """Stands in for torch's `load_inline` and `load` inside the child: every build is a request to the parent,
+    which answers with a verified binary in the (read-only) cache; the child only imports it."""
+
+    def __init__(self, channel: Any, switch: KernelSwitch, compile_only: bool = False) -> None:
         import torch.utils.cpp_extension as cpp
 
-        self.cache_root = cache_root
-        self.recorder = recorder
-        self.extra_cuda_cflags = extra_cuda_cflags or []
-        self.torch_version = torch.__version__
+        self.channel = channel
+        self.switch = switch
+        self.compile_only = compile_only
         self.real_inline = cpp.load_inline
         self.real_load = cpp.load
+        self.builds: list[dict[str, Any]] = []
 
     def install(self) -> None:
         import torch.utils.cpp_extension as cpp
@@ -120,69 +126,46 @@ class CachedBuilder:
         cpp.load = self.load
 
     def load_inline(self, *args: Any, **kwargs: Any) -> Any:
-        bound = inspect.signature(self.real_inline).bind(*args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        return self._build("inline", arguments, arguments, self.real_inline)
+        arguments = dict(inspect.signature(self.real_inline).bind(*args, **kwargs).arguments)
+        return self._request("inline", arguments)
 
     def load(self, *args: Any, **kwargs: Any) -> Any:
-        bound = inspect.signature(self.real_load).bind(*args, **kwargs)
-        bound.apply_defaults()
-        arguments = dict(bound.arguments)
-        keyed = dict(arguments, sources=_read_sources(arguments["sources"]))
-        return self._build("load", arguments, keyed, self.real_load)
+        arguments = dict(inspect.signature(self.real_load).bind(*args, **kwargs).arguments)
+        paths = arguments.get("sources")
+        items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
+        arguments["sources"] = [{"name": str(p), "text": Path(p).read_text(errors="replace")} for p in items]
+        return self._request("load", arguments)
 
-    def _build(self, kind: str, arguments: dict[str, Any], keyed: dict[str, Any],
-               real: Callable[..., Any]) -> Any:
-        for ignored in ("name", "build_directory", "verbose", "use_pch", "keep_intermediates"):
-            keyed.pop(ignored, None)
-        if arguments.get("cuda_sources") or arguments.get("with_cuda"):
-            arguments["extra_cuda_cflags"] = list(arguments.get("extra_cuda_cflags") or []) + self.extra_cuda_cflags
-            keyed["extra_cuda_cflags"] = arguments["extra_cuda_cflags"]
-        key = build_key(f"{self.mode}:{kind}", keyed, self.torch_version)
-        name = f"kw_{key[:24]}"
-        final = self.cache_root / key
-        record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "folder": str(final),
-                                  "binary": str(final / f"{name}.so"), "source_text": _source_text(keyed)[:200_000],
-                                  "cuda": bool(arguments.get("cuda_sources") or arguments.get("with_cuda"))}
-        self.recorder.builds.append(record)
-        if (final / OK_MARKER).exists():
-            started = time.perf_counter()
-            module = self._load_finished(name, final, arguments)
-            record.update(cache_hit=True, seconds=time.perf_counter() - started,
-                          log=(final / LOG_NAME).read_text(errors="replace")[-20000:])
-            return module
-        return self._fresh_build(name, final, arguments, real, record)
+    def _request(self, kind: str, arguments: dict[str, Any]) -> Any:
+        self.channel.send({"build": {"kind": kind, "arguments": arguments}})
+        reply = self.channel.receive().get("built") or {}
+        self.builds.append({"name": arguments.get("name"), "ok": bool(reply.get("ok"))})
+        if not reply.get("ok"):
+            raise BuildFailed(str(reply.get("error") or "the build failed"))
+        if self.compile_only:
+            from harness.cuda_compile import CompiledOnly
 
-    def _load_finished(self, name: str, final: Path, arguments: dict[str, Any]) -> Any:
-        return _import_built(name, final, arguments.get("is_python_module", True))
+            return CompiledOnly(str(reply.get("name")))
+        folder = Path(str(reply["folder"]))
+        binary = folder / str(reply["binary"])
+        if hashlib.sha256(binary.read_bytes()).hexdigest() != reply.get("sha256"):
+            raise BuildFailed("the cached binary does not match its manifest")
+        module = _import_built(str(reply["name"]), binary, bool(reply.get("is_python_module", True)))
+        return self.switch.wrap(module) if module is not None else None
 
-    def _fresh_build(self, name: str, final: Path, arguments: dict[str, Any], real: Callable[..., Any],
-                     record: dict[str, Any]) -> Any:
-        work = self.cache_root / f"{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        work.mkdir(parents=True)
-        log = work / LOG_NAME
-        arguments.update(name=name, build_directory=str(work), verbose=True)
-        if "use_pch" in arguments:
-            arguments["use_pch"] = False  # a shared PCH in site-packages races between parallel builds
-        started = time.perf_counter()
-        record.update(cache_hit=False)
-        try:
-            with _StdoutToFile(log):
-                module = real(**arguments)
-        except Exception as exc:  # the compiler's verdict, reported in full
-            text = log.read_text(errors="replace")
-            record.update(seconds=time.perf_counter() - started, log=text[-20000:])
-            shutil.rmtree(work, ignore_errors=True)
-            raise BuildFailed(f"{exc}\n{text[-8000:]}") from None
-        text = log.read_text(errors="replace")
-        record.update(seconds=time.perf_counter() - started, log=text[-20000:])
-        (work / OK_MARKER).write_text(name)
-        try:
-            os.rename(work, final)
-        except OSError:  # another process finished the same build first; ours stays loaded from `work`
-            pass
-        return module
+
+def _import_built(name: str, library: Path, is_python_module: bool) -> Any:
+    if not is_python_module:
+        import torch
+
+        torch.ops.load_library(str(library))
+        return None
+    spec = importlib.util.spec_from_file_location(name, library,
+                                                  loader=importlib.machinery.ExtensionFileLoader(name, str(library)))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> None:
@@ -190,9 +173,10 @@ def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> Non
     if not cache_root.is_dir():
         return
     now = time.time()
-    for entry in cache_root.glob("*.tmp-*"):
-        try:
-            if now - entry.stat().st_mtime > older_than_s:
-                shutil.rmtree(entry, ignore_errors=True)
-        except OSError:
-            continue
+    for pattern in ("*.tmp-*", "*.new-*"):
+        for entry in cache_root.glob(pattern):
+            try:
+                if now - entry.stat().st_mtime > older_than_s:
+                    shutil.rmtree(entry, ignore_errors=True)
+            except OSError:
+                continue

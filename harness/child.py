@@ -1,16 +1,16 @@
-"""The child process: builds and runs the untrusted candidate, reports raw facts, decides nothing.
+"""The child process: runs the untrusted candidate (role `candidate`) or times the reference (role `reference`,
+never loads candidate code), reports raw facts, decides nothing.
 
-Run as `python -m harness.child SCRATCH_DIR`. It reads the job, the candidate, the problem and the inputs from
-the scratch folder, and writes outputs, timing samples and phase events back. The parent compares outputs
-against the reference it computed itself and derives the verdict; a child that dies, hangs or lies about its
-phase can at worst make its own candidate fail.
+Run by the parent as `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` inside the jail. It answers the
+parent's commands (load, correctness, knockout, stage, go, probe, outputs, finish) over a pipe. The parent holds
+the clock around `go`, compares outputs against references it computed itself and derives the verdict; a child
+that dies, hangs or lies can at worst make its own candidate fail.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import random
 import sys
 import time
 import traceback
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import job as J
-from harness.build_cache import BuildFailed, BuildRecorder, CachedBuilder, remove_stale_builds
+from harness.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
+from harness.channel import ChildEnd
 from harness.integrity import (PoisonedAllocations, flatten, identity_snapshot, inputs_changed, output_problems,
                                replaced_since, settled_fingerprints, thread_state)
 from harness.tensors import cloned, portable, to_device
@@ -97,7 +98,7 @@ def _network_namespace() -> str | None:
         return None
 
 
-def _import_candidate(scratch: Path, builder: CachedBuilder) -> Any:
+def _import_candidate(scratch: Path) -> Any:
     from harness.modules import module_from_file
 
     try:
@@ -183,41 +184,6 @@ def run_correctness(job: J.ChildJob, model: Any, reference: Any, trials: list[di
     return outputs
 
 
-def run_timing(job: J.ChildJob, reference: Any, candidate: Any, trials: list[dict[str, Any]],
-               events: EventLog) -> tuple[dict[str, list[float]], list[dict[str, Any]]]:
-    """Interleaved timing: each round times both models, in alternating order, on freshly allocated copies of
-    an input set drawn at random (by a seed the candidate never sees). At secret positions the candidate's
-    output is kept for the parent to check, so timed calls cannot behave differently from checked ones."""
-    timer = make_timer(job.device)
-    rng = random.Random(job.timing_seed)
-    models: dict[str, Callable[..., Any]] = {"ref": reference, "candidate": candidate}
-    first_set = to_device(cloned(trials[0]["inputs"]), job.device)
-    for _ in range(job.warmup_calls):
-        for model in models.values():
-            _call(model, first_set)
-    _sync(job.device)
-    probe = {name: timer.time(lambda m=model: _call(m, first_set))[0] for name, model in models.items()}
-    per_round_ms = max(sum(probe.values()), 1e-3)
-    calls = max(job.min_timed_calls, min(job.max_timed_calls, int(job.timing_budget_s * 2000.0 / per_round_ms)))
-    spot_positions = set(rng.sample(range(calls), min(job.spot_checks, calls))) if job.hardening else set()
-    events.write(phase="timing", calls=calls)
-    samples: dict[str, list[float]] = {"ref": [], "candidate": []}
-    spot_checks: list[dict[str, Any]] = []
-    held: list[Any] = []  # the previous round's inputs stay alive: a new round never gets their addresses
-    for index in range(calls):
-        set_index = rng.randrange(len(trials)) if job.hardening else index % len(trials)
-        fresh = {name: to_device(cloned(trials[set_index]["inputs"]), job.device) for name in models}
-        order = ("ref", "candidate") if index % 2 == 0 else ("candidate", "ref")
-        for name in order:
-            elapsed, output = timer.time(lambda n=name: _call(models[n], fresh[n]))
-            samples[name].append(elapsed)
-            if name == "candidate" and index in spot_positions:
-                spot_checks.append({"call": index, "trial": set_index, "output": portable(output)})
-        held = [fresh]
-    del held
-    return samples, spot_checks
-
-
 def run_baselines(job: J.ChildJob, problem: Any, payload: dict[str, Any]) -> dict[str, Any]:
     """The reference timed eagerly, then compiled with torch.compile (compile time excluded by warm-up)."""
     import torch
@@ -241,100 +207,6 @@ def run_baselines(job: J.ChildJob, problem: Any, payload: dict[str, Any]) -> dic
     return measured
 
 
-def _write_result(scratch: Path, result: dict[str, Any]) -> None:
-    temporary = scratch / (J.RESULT_FILE + ".tmp")
-    temporary.write_text(json.dumps(result, default=str))
-    os.replace(temporary, scratch / J.RESULT_FILE)
-
-
-def run(scratch: Path) -> dict[str, Any]:
-    job = J.ChildJob.model_validate_json((scratch / J.JOB_FILE).read_text())
-    events = EventLog(scratch / J.EVENTS_FILE)
-    events.write(phase="start", netns=_network_namespace())
-    import torch
-
-    if job.device == "cpu":
-        torch.set_num_threads(job.cpu_threads)
-    recorder = BuildRecorder()
-    result: dict[str, Any] = {"status": "ok", "builds": recorder.builds,
-                              "device_info": _describe_device(job.device, job.cpu_threads)}
-    try:
-        _run_stages(job, scratch, events, recorder, result)
-    except CandidateFailure as failure:
-        result.update(status=failure.kind, message=str(failure))
-    events.write(phase="done", status=result["status"])
-    return result
-
-
-def _run_stages(job: J.ChildJob, scratch: Path, events: EventLog, recorder: BuildRecorder,
-                result: dict[str, Any]) -> None:
-    import torch
-
-    from harness.modules import module_from_file
-
-    integrity: list[str] = []
-    result["integrity"] = integrity
-    builder = CachedBuilder(Path(job.build_cache), recorder,
-                            extra_cuda_cflags=["-Xptxas", "-v"] if job.device == "cuda" else None)
-    if job.device == "cuda-compile-only":
-        from harness.cuda_compile import CompileOnlyBuilder
-
-        builder = CompileOnlyBuilder(Path(job.build_cache), recorder, job.cuda_arch)
-    builder.install()
-    remove_stale_builds(Path(job.build_cache))  # unfinished folders of builds killed hours ago
-    problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")  # before any candidate code
-    if job.baseline:
-        result["baseline"] = run_baselines(job, problem, torch.load(scratch / J.INPUTS_FILE, weights_only=True))
-        return
-    with PoisonedAllocations():  # its lazy imports rebind torch attributes: let that happen before the snapshot
-        pass
-    identities = identity_snapshot()
-    threads: dict[str, dict[str, int]] = {"start": thread_state()}
-    result["threads"] = threads
-    events.write(phase="import")
-    candidate = _import_candidate(scratch, builder)
-    _note_replacements(identities, integrity, "importing the candidate")
-    _add_instruction_mix(recorder)
-    if job.device == "cuda-compile-only":
-        result["status"] = "compiled" if recorder.builds else "no_cuda_build"
-        return
-    if job.build_only:
-        return
-    events.write(phase="construct")
-    payload = torch.load(scratch / J.INPUTS_FILE, weights_only=True)
-    reference, new = _build_models(problem, candidate, payload["init_inputs"], job.init_seed, job.device)
-    events.write(phase="correctness")
-    outputs = run_correctness(job, new, reference, payload["trials"], integrity)
-    threads["after_correctness"] = thread_state()
-    _note_replacements(identities, integrity, "the correctness calls")
-    torch.save(outputs, scratch / J.OUTPUTS_FILE)
-    if job.skip_timing:
-        return
-    if job.device == "cuda":
-        from harness.nvml import snapshot
-
-        result["telemetry"] = {"before": snapshot()}
-    try:
-        result["timing"], spot_checks = run_timing(job, reference, new, payload["trials"], events)
-    except CandidateFailure:
-        raise
-    except BaseException as exc:
-        raise CandidateFailure("runtime_error", "failed while being timed:\n" + _short_traceback(exc)) from None
-    threads["after_timing"] = thread_state()
-    if job.device == "cuda":
-        result["telemetry"]["after"] = snapshot()
-    _note_replacements(identities, integrity, "the timed calls")
-    torch.save(spot_checks, scratch / J.SPOT_CHECKS_FILE)
-
-
-def _add_instruction_mix(recorder: BuildRecorder) -> None:
-    from harness.sass import sass_mix
-
-    for build in recorder.builds:
-        if build.get("cuda") and build.get("binary") and Path(build["binary"]).exists():
-            build["sass"] = sass_mix(Path(build["binary"]))
-
-
 def _note_replacements(identities: dict[str, int], integrity: list[str], during: str) -> None:
     replaced = replaced_since(identities)
     if replaced:
@@ -342,10 +214,238 @@ def _note_replacements(identities: dict[str, int], integrity: list[str], during:
         identities.update(identity_snapshot())  # report each replacement once
 
 
+def _write_result(scratch: Path, result: dict[str, Any]) -> None:
+    temporary = scratch / (J.RESULT_FILE + ".tmp")
+    temporary.write_text(json.dumps(result, default=str))
+    os.replace(temporary, scratch / J.RESULT_FILE)
+
+
+class Child:
+    """The child's state between the parent's commands. Each `do_*` method answers one command."""
+
+    def __init__(self, scratch: Path, channel: ChildEnd, role: str) -> None:
+        import torch
+
+        from harness.modules import module_from_file
+
+        self.scratch = scratch
+        self.channel = channel
+        self.role = role
+        self.job = J.ChildJob.model_validate_json((scratch / J.JOB_FILE).read_text())
+        self.events = EventLog(scratch / J.EVENTS_FILE)
+        self.events.write(phase="start", netns=_network_namespace())
+        if self.job.device == "cpu":
+            torch.set_num_threads(self.job.cpu_threads)
+        self.switch = KernelSwitch()
+        self.builder = RemoteBuilder(channel, self.switch, compile_only=self.job.device == "cuda-compile-only")
+        self.builder.install()
+        self.integrity: list[str] = []
+        self.result: dict[str, Any] = {"status": "ok", "builds": self.builder.builds, "integrity": self.integrity,
+                                       "device_info": _describe_device(self.job.device, self.job.cpu_threads)}
+        self.problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")  # before candidate code
+        self.payload: dict[str, Any] = {}
+        self.staged: list[list[Any]] = []
+        self.outputs: list[Any] = []
+        self.timer: Any = None
+        self.kernel_calls = {"correctness": 0, "timed": 0}
+
+    # -- loading ---------------------------------------------------------------------------------------------
+
+    def do_load(self, command: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        with PoisonedAllocations():  # its lazy imports rebind torch attributes: let that happen before the snapshot
+            pass
+        self.identities = identity_snapshot()
+        self.threads: dict[str, dict[str, int]] = {"start": thread_state()}
+        self.result["threads"] = self.threads
+        if (self.scratch / J.INPUTS_FILE).exists():
+            self.payload = torch.load(self.scratch / J.INPUTS_FILE, weights_only=True)
+        init_inputs = self.payload.get("init_inputs")
+        if self.role == "reference":
+            torch.manual_seed(self.job.init_seed)
+            self.model = self.problem.Model(*init_inputs).to(self.job.device)
+            return {"status": "ok"}
+        self.events.write(phase="import")
+        candidate = _import_candidate(self.scratch)
+        _note_replacements(self.identities, self.integrity, "importing the candidate")
+        if self.job.device == "cuda-compile-only":
+            return self._compiled(candidate)
+        self.events.write(phase="construct")
+        self.reference, self.model = _build_models(self.problem, candidate, init_inputs, self.job.init_seed,
+                                                   self.job.device)
+        return {"status": "ok"}
+
+    def _compiled(self, candidate: Any) -> dict[str, Any]:
+        """Compile-only: construct ModelNew too (kernels built in __init__), on the CPU, with the problem's inputs."""
+        import torch
+
+        try:
+            torch.manual_seed(self.job.init_seed)
+            candidate.ModelNew(*self.problem.get_init_inputs())
+        except BuildFailed as exc:
+            raise CandidateFailure("compile_error", str(exc)) from None
+        except Exception:  # it may need a GPU to construct: what it built so far is what we judge
+            pass
+        return {"status": "compiled" if self.builder.builds else "no_cuda_build"}
+
+    # -- correctness -----------------------------------------------------------------------------------------
+
+    def do_correctness(self, command: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        self.events.write(phase="correctness")
+        before = self.switch.calls
+        outputs = run_correctness(self.job, self.model, self.reference, self.payload["trials"], self.integrity)
+        self.kernel_calls["correctness"] = self.switch.calls - before
+        self.threads["after_correctness"] = thread_state()
+        _note_replacements(self.identities, self.integrity, "the correctness calls")
+        torch.save(outputs, self.scratch / J.OUTPUTS_FILE)
+        return {"status": "ok"}
+
+    def do_knockout(self, command: dict[str, Any]) -> dict[str, Any]:
+        """One call on trial 0's inputs with every kernel function poisoned: its output must be wrong."""
+        import torch
+
+        if not self.switch.wrapped:
+            return {"status": "ok", "checked": False}
+        inputs = to_device(cloned(self.payload["trials"][0]["inputs"]), self.job.device)
+        self.switch.poison = True
+        try:
+            output = _call(self.model, inputs)
+            _sync(self.job.device)
+        except Exception:  # poisoned values made it raise: it depends on its kernel
+            output = None
+        finally:
+            self.switch.poison = False
+        torch.save(portable(output) if output is not None else None, self.scratch / J.KNOCKOUT_FILE)
+        return {"status": "ok", "checked": True}
+
+    # -- timing: the parent holds the clock --------------------------------------------------------------------
+
+    def do_stage(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Fresh input sets for the next batch, made before the parent's clock starts."""
+        from harness.fresh_inputs import fresh_inputs, make_pools
+
+        if not hasattr(self, "pools"):
+            self.pools = make_pools(self.payload["trials"][0]["inputs"], self.job.pool_seed)
+            self.timer = make_flusher(self.job.device)
+            self.threads.setdefault("after_correctness", thread_state())
+            self.events.write(phase="timing")
+        self.staged = [fresh_inputs(self.payload["trials"][trial]["inputs"], self.pools, recipe, self.job.device)
+                       for trial, recipe in command["calls"]]
+        self.outputs = []
+        self.timer()
+        return {"staged": len(self.staged)}
+
+    def do_go(self, command: dict[str, Any]) -> dict[str, Any]:
+        before = self.switch.calls
+        self.outputs = [_call(self.model, inputs) for inputs in self.staged]
+        _sync(self.job.device)
+        self.kernel_calls["timed"] += self.switch.calls - before
+        return {"done": len(self.outputs)}
+
+    def do_probe(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Values at parent-chosen positions of the last batch's outputs, read right after the clock stopped."""
+        values = []
+        for index, positions in zip(command["calls"], command["positions"]):
+            tensors = [t for t in flatten(self.outputs[index]) if t is not None]
+            values.append([_values_at(t, positions) for t in tensors])
+        return {"values": values}
+
+    def do_outputs(self, command: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        torch.save([portable(self.outputs[i]) for i in command["calls"]], self.scratch / command["file"])
+        return {"status": "ok"}
+
+    # -- the rest ---------------------------------------------------------------------------------------------
+
+    def do_baseline(self, command: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        payload = torch.load(self.scratch / J.INPUTS_FILE, weights_only=True)
+        return {"baseline": run_baselines(self.job, self.problem, payload)}
+
+    def do_finish(self, command: dict[str, Any]) -> dict[str, Any]:
+        self.events.write(phase="done")
+        if hasattr(self, "threads"):
+            self.threads["after_timing"] = thread_state()
+            _note_replacements(self.identities, self.integrity, "the timed calls")
+        self.result["kernel_calls"] = dict(self.kernel_calls, wrapped_functions=self.switch.wrapped)
+        if self.job.device == "cuda":
+            from harness.nvml import snapshot
+
+            self.result["telemetry"] = {"after": snapshot()}
+        _write_result(self.scratch, self.result)
+        return {"status": "finished"}
+
+
+def _values_at(tensor: Any, positions: list[int]) -> list[float]:
+    flat = tensor.detach().reshape(-1)
+    if not flat.numel():
+        return []
+    return [float(flat[p % flat.numel()].item()) for p in positions]
+
+
+def make_flusher(device: str) -> Callable[[], None]:
+    """On CUDA, evict L2 before a batch (each call's inputs are fresh memory, so they come from DRAM)."""
+    if device != "cuda":
+        return lambda: None
+    import torch
+
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
+    buffer = torch.empty(max(2 * l2_bytes, 64 * 2**20) // 4, dtype=torch.int32, device="cuda")
+
+    def flush() -> None:
+        buffer.zero_()
+        torch.cuda.synchronize()
+
+    return flush
+
+
+def serve(child: Child) -> None:
+    """Answer the parent's commands until `finish`. A candidate failure ends the conversation with its kind."""
+    while True:
+        command = child.channel.receive()
+        name = command.get("cmd", "")
+        handler = getattr(child, f"do_{name}", None)
+        try:
+            if handler is None:
+                raise CandidateFailure("crash", f"unknown command {name!r}")
+            reply = handler(command)
+        except CandidateFailure as failure:
+            child.result.update(status=failure.kind, message=str(failure))
+            _write_result(child.scratch, child.result)
+            child.channel.send({"failed": failure.kind, "message": str(failure)[-8000:]})
+            return
+        except BaseException as exc:  # the candidate's code raised (or broke the harness) during this command
+            message = f"failed while {name}:\n" + _short_traceback(exc)
+            child.result.update(status="runtime_error", message=message)
+            _write_result(child.scratch, child.result)
+            child.channel.send({"failed": "runtime_error", "message": message[-8000:]})
+            return
+        child.channel.send(reply)
+        if name == "finish":
+            return
+
+
 def main() -> None:
-    scratch = Path(sys.argv[1])
-    result = run(scratch)
-    _write_result(scratch, result)
+    scratch, read_fd, write_fd, role = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    channel = ChildEnd(read_fd, write_fd)
+    channel.send({"hello": os.getpid()})
+    child = Child(scratch, channel, role)
+    if role in ("batch", "profile"):  # prebuild, baselines, profiles: no conversation, then the result file
+        try:
+            reply = child.do_baseline({}) if child.job.baseline else child.do_load({})
+            if role == "profile":
+                child.do_correctness({})
+            child.result.update(reply)
+        except CandidateFailure as failure:
+            child.result.update(status=failure.kind, message=str(failure))
+        _write_result(scratch, child.result)
+    else:
+        serve(child)
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: nothing the candidate registered at exit runs after the report
 

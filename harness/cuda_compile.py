@@ -1,21 +1,18 @@
 """Compile-only CUDA (nvcc present, no GPU): build the candidate's CUDA sources with torch's headers.
 
 Catches compile errors early and reports registers, shared memory and spills per kernel, without a GPU. The
-host C++ (the pybind bindings) is not compiled here: it needs a CUDA build of torch to link against.
+host C++ (the sources plus the pybind bindings load_inline generates) is compiled too, without linking (that
+needs a CUDA build of torch).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sysconfig
-import time
-import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from harness.build_cache import LOG_NAME, OK_MARKER, BuildFailed, CachedBuilder
+from harness.build_cache import LOG_NAME
 from harness.compiler_report import parse_ptxas_report
 
 _TORCH_CUDA_DEFINES = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
@@ -43,51 +40,64 @@ def nvcc_command(source: Path, output: Path, arch: str, extra_flags: list[str], 
             "-Xcompiler", "-fPIC", *_TORCH_CUDA_DEFINES, *[f"-I{p}" for p in includes], *extra_flags]
 
 
-class CompileOnlyBuilder(CachedBuilder):
-    """Same cache and keys as real builds; the 'binary' is nvcc's object file and its resource report."""
+def _host_source(arguments: dict[str, Any]) -> str:
+    """What `load_inline` compiles on the host: torch's header, the C++ sources and the pybind bindings."""
+    cpp = arguments.get("cpp_sources") or []
+    cpp = [cpp] if isinstance(cpp, str) else list(cpp)
+    functions = arguments.get("functions") or []
+    functions = [functions] if isinstance(functions, str) else list(functions)
+    bindings = "".join(f'm.def("{f}", torch::wrap_pybind_function({f}), "{f}");\n' for f in functions)
+    module = f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n{bindings}}}\n" if functions else ""
+    return "#include <torch/extension.h>\n" + "\n".join(cpp) + "\n" + module
 
-    def __init__(self, cache_root: Path, recorder: Any, arch: str) -> None:
-        super().__init__(cache_root, recorder)
-        self.arch = arch
-        self.mode = f"nvcc-compile-only-{arch}"
 
-    def _load_finished(self, name: str, final: Path, arguments: dict[str, Any]) -> Any:
-        self.recorder.builds[-1]["resources"] = parse_ptxas_report((final / LOG_NAME).read_text(errors="replace"))
-        self.recorder.builds[-1]["binary"] = str(final / "cuda.o")
-        return CompiledOnly(name)
+def _check_host(work: Path, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+    """Compile the host binding (syntax and types, no link): a binding that cannot build fails here too."""
+    import torch.utils.cpp_extension as cpp
 
-    def _fresh_build(self, name: str, final: Path, arguments: dict[str, Any], real: Callable[..., Any],
-                     record: dict[str, Any]) -> Any:
-        sources = arguments.get("cuda_sources") or []
-        sources = [sources] if isinstance(sources, str) else list(sources)
-        if not sources:
-            self.recorder.builds.pop()  # a host-only build: nothing to check for the GPU
-            return CompiledOnly(name)
-        work = self.cache_root / f"{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        work.mkdir(parents=True)
+    if not (arguments.get("cpp_sources") or arguments.get("functions")):
+        return True, ""
+    source = work / "main.cpp"
+    source.write_text(_host_source(arguments))
+    includes = [*cpp.include_paths(), sysconfig.get_paths()["include"]]
+    command = ["c++", "-fsyntax-only", "-std=c++17", f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
+               *[f"-I{p}" for p in includes], str(source)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=work)
+    return done.returncode == 0, done.stdout + done.stderr
+
+
+def compile_only(work: Path, name: str, arguments: dict[str, Any], arch: str) -> dict[str, Any]:
+    """Compile what load_inline would build, without a GPU: nvcc for the CUDA sources (with its resource
+    report), the host compiler for the binding. Runs in the build process; writes its log to work/build.log."""
+    sources = arguments.get("cuda_sources") or []
+    sources = [sources] if isinstance(sources, str) else list(sources)
+    log_path = work / LOG_NAME
+    status: dict[str, Any] = {"ok": True, "binary": "cuda.o", "is_python_module": True}
+    if sources:
         header = [] if arguments.get("no_implicit_headers") else _IMPLICIT_HEADERS
         source = work / "cuda.cu"
         source.write_text("\n".join(header + sources))
         flags = list(arguments.get("extra_cuda_cflags") or [])
-        command = nvcc_command(source, work / "cuda.o", self.arch, flags, arguments.get("extra_include_paths") or [])
-        started = time.perf_counter()
+        command = nvcc_command(source, work / "cuda.o", arch, flags, arguments.get("extra_include_paths") or [])
         done = subprocess.run(command, capture_output=True, text=True, cwd=work)
         log = done.stdout + done.stderr
-        (work / LOG_NAME).write_text(log)
-        record.update(cache_hit=False, log=log[-20000:], resources=parse_ptxas_report(log),
-                      seconds=time.perf_counter() - started, binary=str(final / "cuda.o"))
+        log_path.write_text(log)
+        status["resources"] = parse_ptxas_report(log)
         if done.returncode != 0:
-            shutil.rmtree(work, ignore_errors=True)
             if _missing_library_header(log):
-                record["skipped"] = "a CUDA library header (cuBLAS/cuSPARSE/cuSOLVER...) is not installed here"
-                return CompiledOnly(name)
-            raise BuildFailed(f"nvcc failed (exit {done.returncode}):\n{log[-8000:]}")
-        (work / OK_MARKER).write_text(name)
-        try:
-            os.rename(work, final)
-        except OSError:
-            pass
-        return CompiledOnly(name)
+                status["skipped"] = "a CUDA library header (cuBLAS/cuSPARSE/cuSOLVER...) is not installed here"
+                (work / "cuda.o").write_bytes(b"")
+                return status
+            return {"ok": False, "error": f"nvcc failed (exit {done.returncode}):\n{log[-8000:]}"}
+    else:
+        (work / "cuda.o").write_bytes(b"")
+        status["skipped"] = "a host-only build: nothing to check for the GPU"
+    host_ok, host_log = _check_host(work, name, arguments)
+    with open(log_path, "a") as log_file:
+        log_file.write(host_log)
+    if not host_ok:
+        return {"ok": False, "error": f"the host binding does not compile:\n{host_log[-8000:]}"}
+    return status
 
 
 def _missing_library_header(log: str) -> bool:

@@ -2,13 +2,14 @@
 `randn`); kernels that only work there (a skipped sign branch, subsampling, an analytical shortcut) fail when
 the same shapes are filled from other distributions. Each keeps the sample's sign and range so the problem's
 domain (positive inputs for `log`, probabilities in [0, 1]) still holds, except the signed variant of `uniform`,
-used wherever the reference stays finite on it."""
+used wherever the reference stays finite on it, and `large` (the problem's own sample times 100) that
+numerically unsafe kernels (a softmax without max-subtraction) fail."""
 
 from __future__ import annotations
 
 from typing import Any
 
-DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky")
+DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky", "large")
 
 
 def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
@@ -29,6 +30,10 @@ def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
         fresh = torch.randn(shape, generator=generator) * 0.01 * scale
         spikes = torch.rand(shape, generator=generator) < 0.01
         fresh[spikes] = torch.randn(int(spikes.sum()), generator=generator).sign() * 10 * scale
+    elif name == "large":  # large magnitudes: logits around +-100, where an unguarded exp() overflows
+        if low >= 0 and high <= 1.0:
+            return value  # probabilities: no larger value is in the domain
+        fresh = value.double() * 100.0
     else:
         return value
     if name == "uniform" and not keep_sign:  # symmetric around zero: a sign branch cannot be skipped

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness import job as J
+from harness.build_service import BuildService
 from harness.canaries import passing_canaries
 from harness.compare import compare_trial
 from harness.device import resolve_device
@@ -19,13 +20,17 @@ from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
 from harness.reference import ReferenceRun, run_reference
 from harness.roofline import roofline
-from harness.sandbox import ChildOutcome, Limits, run_child
+from harness.sandbox import ChildOutcome, Limits
 from harness.scratch import read_result, save_inputs, scratch_folder
+from harness.session import ChildSession, ChildStopped
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
+from harness.timed_calls import Timing, TimedRun, TimingProtocolError
 from harness.timing import speedup_interval, summarize
 from harness.verdicts import child_failure, integrity_failures, read_events
-from kernelbench.problem import Problem
+from kernelbench.problem import Problem, ProblemError
+
+REFERENCE_ONLY = "# the reference's timing process: no candidate code\n"
 
 Progress = Callable[[str], None]
 
@@ -70,6 +75,9 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
     return evaluation
 
 
+_STATIC_NOTES = {"[torch-compute", "[library-compute", "[precision", "[problem-override", "[global-state"}
+
+
 def _beats_physics(evaluation: Evaluation) -> bool:
     """Faster than half the roofline floor. Only on CUDA, where L2 is flushed before each timed call: on the CPU
     small problems run from cache, above the DRAM bandwidth the floor assumes."""
@@ -84,6 +92,7 @@ def _remeasure(first: Evaluation, problem: Problem, source: str, device: str, po
                say: Progress) -> Evaluation:
     say(f"speedup {first.speedup:.1f}x is implausible: re-measuring in a fresh process")
     second = _new_evaluation(problem, source, device, policy)
+    second.reasons.extend(r for r in first.reasons if r.split("]")[0] in _STATIC_NOTES)
     _run_isolated(second, problem, source, device, policy, say)
     second.reasons.append(f"[re-measured] first measurement {first.speedup:.2f}x was above "
                           f"{policy.implausible_speedup:g}x; this is a second, fresh-process measurement")
@@ -94,44 +103,12 @@ def _remeasure(first: Evaluation, problem: Problem, source: str, device: str, po
     return second
 
 
-def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
-                  say: Progress) -> None:
-    job = J.ChildJob(device=device, build_cache=str(build_cache_dir()), init_seed=secrets.randbits(31),
-                     cpu_threads=policy.cpu_threads, warmup_calls=policy.warmup_calls,
-                     min_timed_calls=policy.min_timed_calls, max_timed_calls=policy.max_timed_calls,
-                     timing_budget_s=policy.timing_budget_s, skip_timing=policy.skip_timing,
-                     cuda_arch=policy.cuda_arch, hardening=policy.hardening, timing_seed=secrets.randbits(31),
-                     spot_checks=policy.spot_checks)
-    with scratch_folder(problem, source, job) as scratch:
-        reference = None
-        if device != "cuda-compile-only":
-            say("computing reference outputs")
-            ref_started = time.perf_counter()
-            seeds = [secrets.randbits(31) for _ in range(policy.trials)]
-            reference = run_reference(problem, device, job.init_seed, seeds, policy.cpu_threads,
-                                      vary_distributions=policy.hardening)
-            save_inputs(scratch, reference)
-            evaluation.reasons.extend(reference.notes)
-            evaluation.phase_seconds["reference"] = time.perf_counter() - ref_started
-        say("building and running the candidate in an isolated process")
-        limits = Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
-                        address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
-        outcome = run_child(scratch, limits)
-        _decide(evaluation, problem, scratch, outcome, reference, policy)
-
-
 def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
                   result: J.ChildResult | None) -> list[dict[str, Any]]:
     events = read_events(scratch)
-    start_netns = next((e.get("netns") for e in events if e.get("phase") == "start"), None)
-    parent_netns = os.readlink("/proc/self/ns/net") if os.path.exists("/proc/self/ns/net") else None
-    if start_netns and parent_netns and start_netns != parent_netns:
-        network = "isolated (own network namespace)"
-    else:
-        network = "NOT isolated: creating a network namespace failed here (needs root or user namespaces)"
-    evaluation.isolation = {"network": network, "peak_rss_mb": round(outcome.peak_rss_mb, 1),
-                            "child_wall_s": round(outcome.wall_s, 3), "returncode": outcome.returncode,
-                            "leftover_processes_killed": len(outcome.killed_pids), **outcome.containment}
+    evaluation.isolation.update({"peak_rss_mb": round(outcome.peak_rss_mb, 1), "child_wall_s": round(outcome.wall_s, 3),
+                                 "returncode": outcome.returncode, "leftover_processes_killed": len(outcome.killed_pids),
+                                 **outcome.containment})
     evaluation.phase_seconds["child"] = evaluation.phase_seconds.get("child", 0.0) + outcome.wall_s
     for earlier, later in zip(events, events[1:]):
         name = earlier.get("phase")
@@ -143,58 +120,190 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
             evaluation.device_info["nvml"] = result.telemetry
             evaluation.reasons.extend(telemetry_flags(result.telemetry.get("before", {}),
                                                       result.telemetry.get("after", {})))
-        evaluation.build = {"builds": [{k: v for k, v in b.items() if k != "source_text"} for b in result.builds],
-                            "threads": result.threads}
+        evaluation.build["threads"] = result.threads
+        evaluation.build["kernel_calls"] = result.kernel_calls
     return events
 
 
+def _job(device: str, policy: EvalPolicy) -> J.ChildJob:
+    return J.ChildJob(device=device, init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads,
+                      hardening=policy.hardening, pool_seed=secrets.randbits(31), cuda_arch=policy.cuda_arch)
+
+
+def limits_for(device: str, policy: EvalPolicy) -> Limits:
+    return Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
+                  address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads,
+                  build_budget_s=policy.build_timeout_s)
+
+
+def build_service(device: str, policy: EvalPolicy) -> BuildService:
+    mode = f"nvcc-compile-only-{policy.cuda_arch}" if device == "cuda-compile-only" else "native"
+    limits = Limits(timeout_s=policy.build_timeout_s, memory_mb=policy.memory_limit_mb, address_space_limit=False)
+    return BuildService(build_cache_dir(), mode, limits,
+                        extra_cuda_cflags=["-Xptxas", "-v"] if device == "cuda" else None, cuda_arch=policy.cuda_arch)
+
+
+class _Run:
+    """What happened in one isolated run, for `_decide`."""
+
+    def __init__(self) -> None:
+        self.failure: dict[str, Any] | None = None  # the child's own failure report
+        self.stopped: str | None = None
+        self.timed: TimedRun | None = None
+        self.knockout = False
+        self.degenerate: list[str] = []
+
+
+def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
+                  say: Progress) -> None:
+    job = _job(device, policy)
+    builds = build_service(device, policy)
+    run = _Run()
+    with scratch_folder(problem, source, job) as scratch:
+        reference = None
+        if device != "cuda-compile-only":
+            reference = _reference(evaluation, problem, device, policy, job, scratch, say)
+            run.degenerate = passing_canaries(reference, policy) if policy.hardening else []
+        say("building and running the candidate in an isolated process")
+        session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds)
+        try:
+            _converse(evaluation, session, run, problem, reference, policy, job, scratch, say)
+        except ChildStopped as stop:
+            run.stopped = str(stop)
+        finally:
+            outcome = session.close()
+        evaluation.build = {"builds": [{k: v for k, v in b.items() if k != "source_text"} for b in builds.records]}
+        _decide(evaluation, problem, scratch, outcome, reference, policy, run, builds.records)
+
+
+def _reference(evaluation: Evaluation, problem: Problem, device: str, policy: EvalPolicy, job: J.ChildJob,
+               scratch: Path, say: Progress) -> ReferenceRun:
+    say("computing reference outputs")
+    started = time.perf_counter()
+    seeds = [secrets.randbits(31) for _ in range(policy.trials)]
+    reference = run_reference(problem, device, job.init_seed, seeds, policy.cpu_threads,
+                              vary_distributions=policy.hardening)
+    save_inputs(scratch, reference)
+    evaluation.reasons.extend(reference.notes)
+    evaluation.phase_seconds["reference"] = time.perf_counter() - started
+    return reference
+
+
+def _failed(reply: dict[str, Any], run: _Run) -> bool:
+    if "failed" in reply:
+        run.failure = reply
+        return True
+    return False
+
+
+def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem: Problem,
+              reference: ReferenceRun | None, policy: EvalPolicy, job: J.ChildJob, scratch: Path,
+              say: Progress) -> None:
+    """load -> correctness -> knock-out -> timing (against the reference's own child) -> finish."""
+    if _failed(session.request({"cmd": "load"}), run) or reference is None:
+        return
+    if _failed(session.request({"cmd": "correctness"}), run):
+        return
+    _judge_outputs(evaluation, scratch, reference, policy)
+    if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
+        run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
+    if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing and not run.degenerate and not run.failure:
+        say("timing reference and candidate, each in its own process")
+        run.timed = _time_both(session, reference, policy, job, problem, scratch)
+    if not run.failure:
+        _failed(session.request({"cmd": "finish"}), run)
+
+
+def _time_both(session: ChildSession, reference: ReferenceRun, policy: EvalPolicy, job: J.ChildJob,
+               problem: Problem, scratch: Path) -> TimedRun:
+    """The reference's timing child gets its own scratch folder: it never sees candidate code or files."""
+    with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
+        save_inputs(ref_scratch, reference)
+        ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference")
+        timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31))
+        try:
+            if "failed" in ref.request({"cmd": "load"}):
+                raise ProblemError("the reference failed to load in its timing process")
+            return timing.measure()
+        except TimingProtocolError as exc:
+            timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
+            return timing.run
+        except ChildStopped:
+            if ref.stopped and not session.stopped:
+                raise ProblemError(f"the reference's timing process stopped ({ref.stopped})") from None
+            raise
+        finally:
+            ref.close()
+
+
 def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: ChildOutcome,
-            reference: ReferenceRun | None, policy: EvalPolicy) -> None:
+            reference: ReferenceRun | None, policy: EvalPolicy, run: _Run, builds: list[dict[str, Any]]) -> None:
     result = read_result(scratch)
     events = _record_child(evaluation, scratch, outcome, result)
     failure = child_failure(outcome, result, events, scratch, policy)
-    if failure:
+    if failure and (run.stopped or run.failure or result is None):
         evaluation.verdict, reasons = failure
-        evaluation.reasons = reasons + evaluation.reasons
+        evaluation.reasons = reasons + [r for r in evaluation.reasons if not r.startswith("[correctness]")]
+        evaluation.trials = []
         return
     assert result is not None
-    if _rejected_after_build(evaluation, result, policy):
+    if _rejected_after_build(evaluation, builds, policy):
         return
     if result.status == "compiled":
         evaluation.verdict = Verdict.COMPILED
-        evaluation.reasons.append("compile-only CUDA device: the kernel compiled; correctness and speed "
-                                  "need a GPU")
-        evaluation.reasons.extend(f"not checked: {b['skipped']}" for b in result.builds if b.get("skipped"))
+        evaluation.reasons.append("compile-only CUDA device: the kernel and its host binding compiled; "
+                                  "correctness and speed need a GPU")
+        evaluation.reasons.extend(f"not checked: {b['skipped']}" for b in builds if b.get("skipped"))
         return
     assert reference is not None
-    violations = integrity_failures(result, reference, policy)
-    if violations:
+    decisive = integrity_failures(result, reference, policy) + _kernel_use(evaluation, scratch, reference, policy,
+                                                                          result, run)
+    if decisive:
         evaluation.verdict = Verdict.REJECTED
-        evaluation.reasons[:0] = violations
+        evaluation.reasons[:0] = decisive
         return
-    _judge_outputs(evaluation, scratch, reference, policy)
-    if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing:
-        _judge_spot_checks(evaluation, scratch, reference, policy)
-    if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing:
-        _judge_timing(evaluation, result)
-        evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
-                                       evaluation.candidate_ms)
-    if policy.hardening:
-        canary_started = time.perf_counter()
-        evaluation.reasons.extend(f"[degenerate-problem] a '{name}' output passes every trial of this problem: "
-                                  "correctness here says less than it should"
-                                  for name in passing_canaries(reference, policy))
-        evaluation.phase_seconds["canaries"] = time.perf_counter() - canary_started
+    if evaluation.verdict is not Verdict.ACCEPTED:
+        return
+    if run.degenerate:
+        evaluation.verdict = Verdict.DEGENERATE
+        evaluation.reasons.insert(0, f"[degenerate-problem] correct, but trivial outputs ({', '.join(run.degenerate)}) "
+                                  "pass every trial of this problem too: correctness here proves nothing, so no "
+                                  "speedup is reported")
+        return
+    if run.timed is not None:
+        _judge_timing(evaluation, run.timed)
+        if evaluation.accepted:
+            evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
+                                           evaluation.candidate_ms)
 
 
-def _rejected_after_build(evaluation: Evaluation, result: J.ChildResult, policy: EvalPolicy) -> bool:
-    if policy.require_custom_kernel and not result.builds:
+def _kernel_use(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, policy: EvalPolicy,
+                result: J.ChildResult, run: _Run) -> list[str]:
+    """Ghost kernels: forward must depend on the candidate's kernel where it is checked and where it is timed."""
+    if not policy.hardening or evaluation.verdict is not Verdict.ACCEPTED:
+        return []
+    calls = result.kernel_calls
+    findings = []
+    if calls.get("wrapped_functions") and run.timed and run.timed.candidate_ms and not calls.get("timed"):
+        findings.append("[ghost-kernel] the candidate's kernel functions were never called during the timed calls: "
+                        "what was timed is some other code path")
+    if run.knockout and (scratch / J.KNOCKOUT_FILE).exists():
+        knocked = _load(scratch / J.KNOCKOUT_FILE)
+        if knocked is not None and compare_trial(reference.trial_seeds[0], reference.outputs[0], knocked,
+                                                 policy).passed:
+            findings.append("[ghost-kernel] with every function of the candidate's extension poisoned, forward() "
+                            "still returned the right answer: the kernel does not compute the measured output")
+    return findings
+
+
+def _rejected_after_build(evaluation: Evaluation, builds: list[dict[str, Any]], policy: EvalPolicy) -> bool:
+    if policy.require_custom_kernel and not [b for b in builds if b.get("binary")]:
         evaluation.verdict = Verdict.REJECTED
         evaluation.reasons.insert(0, "[no-kernel] no custom kernel was built while importing the candidate")
         return True
     if policy.static_policy == "off":
         return False
-    findings = scan_built_sources(result.builds, strict=policy.static_policy == "strict")
+    findings = scan_built_sources(builds, strict=policy.static_policy == "strict")
     fatal = [f.render() + " (in the sources actually compiled)" for f in findings if f.fatal]
     if fatal:
         evaluation.verdict = Verdict.REJECTED
@@ -235,30 +344,13 @@ def _judge_outputs(evaluation: Evaluation, scratch: Path, reference: ReferenceRu
     evaluation.reasons[:0] = failures
 
 
-def _judge_spot_checks(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, policy: EvalPolicy) -> None:
-    if not policy.hardening or not policy.spot_checks:
+def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
+    if timed.failures:
+        evaluation.verdict = Verdict.INCORRECT if timed.failures[0].startswith("[timed-check]") else Verdict.REJECTED
+        evaluation.reasons[:0] = timed.failures
         return
-    try:
-        checks = _load(scratch / J.SPOT_CHECKS_FILE)
-        assert isinstance(checks, list) and checks
-    except Exception:
-        evaluation.verdict = Verdict.CRASH
-        evaluation.reasons.insert(0, "the outputs of timed calls could not be read back")
-        return
-    for check in checks:
-        trial = int(check["trial"])
-        result = compare_trial(reference.trial_seeds[trial], reference.outputs[trial], check["output"], policy)
-        if not result.passed:
-            evaluation.verdict = Verdict.INCORRECT
-            evaluation.reasons.insert(0, f"[spot-check] timed call {check['call']} returned a wrong result while "
-                                      f"correctness trials passed: {result.message}")
-            return
-
-
-def _judge_timing(evaluation: Evaluation, result: J.ChildResult) -> None:
-    timing = result.timing or {}
-    ref, candidate = timing.get("ref") or [], timing.get("candidate") or []
-    if not ref or not candidate or len(ref) != len(candidate) or min(ref + candidate) <= 0:
+    ref, candidate = timed.ref_ms, timed.candidate_ms
+    if not ref or len(ref) != len(candidate):
         evaluation.verdict = Verdict.CRASH
         evaluation.reasons.insert(0, "the timing phase reported no valid samples")
         return
@@ -266,3 +358,9 @@ def _judge_timing(evaluation: Evaluation, result: J.ChildResult) -> None:
     evaluation.candidate_timing = summarize(candidate)
     evaluation.speedup = evaluation.ref_timing.median_ms / max(evaluation.candidate_timing.median_ms, 1e-9)
     evaluation.speedup_ci = speedup_interval(ref, candidate)
+    catch = 1 - 0.99 ** timed.checked_calls
+    evaluation.isolation["timing"] = {
+        "clock": "parent perf_counter_ns around each batch; reference in its own process",
+        "batch_size": timed.batch_size, "batches": len(ref), "calls_per_model": timed.total_calls,
+        "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,
+        "p_catch_1pct_cache_hits": round(catch, 3)}

@@ -12,29 +12,27 @@ PROBLEM_FILE = "problem.py"
 INPUTS_FILE = "inputs.pt"
 OUTPUTS_FILE = "outputs.pt"
 RESULT_FILE = "result.json"
-SPOT_CHECKS_FILE = "spot_checks.pt"
+KNOCKOUT_FILE = "knockout.pt"
 EVENTS_FILE = "events.jsonl"
 LOG_FILE = "child.log"
 
 
 class ChildJob(BaseModel):
-    """Everything the child needs; it reads nothing else from the parent."""
+    """Everything the child needs besides the commands it is sent; it reads nothing else from the parent.
+    Never a database URL, a path of the store, or a secret."""
 
     device: str  # "cpu", "cuda" or "cuda-compile-only"
-    build_cache: str
     init_seed: int
     cpu_threads: int
-    warmup_calls: int
-    min_timed_calls: int
-    max_timed_calls: int
-    timing_budget_s: float
-    skip_timing: bool
-    cuda_arch: str = "sm_90"
     hardening: bool = True
-    timing_seed: int = 0
-    spot_checks: int = 3
-    baseline: bool = False  # time the reference eagerly and under torch.compile, no candidate
-    build_only: bool = False  # import (and so build) the candidate, then stop: a sweep's compile workers
+    pool_seed: int = 0  # the fresh-input pools of timed calls (harness/fresh_inputs.py)
+    cuda_arch: str = "sm_90"
+    # baselines only (eager and torch.compile timed in the child: no candidate code is involved)
+    baseline: bool = False
+    warmup_calls: int = 3
+    min_timed_calls: int = 10
+    max_timed_calls: int = 1000
+    timing_budget_s: float = 1.0
 
 
 class ChildResult(BaseModel):
@@ -44,8 +42,8 @@ class ChildResult(BaseModel):
     message: str = ""
     builds: list[dict[str, Any]] = Field(default_factory=list)
     device_info: dict[str, Any] = Field(default_factory=dict)
-    timing: dict[str, list[float]] | None = None
     integrity: list[str] = Field(default_factory=list)
     threads: dict[str, dict[str, int]] = Field(default_factory=dict)
     telemetry: dict[str, dict[str, Any]] = Field(default_factory=dict)
     baseline: dict[str, Any] = Field(default_factory=dict)
+    kernel_calls: dict[str, int] = Field(default_factory=dict)

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 class EvalPolicy(BaseModel):
     """How hard to check and how long to measure."""
 
-    trials: int = Field(4, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
-                        "trial k draws from distribution k mod 4 (default, uniform, heavy-tailed, spiky).")
+    trials: int = Field(5, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
+                        "trial k draws from distribution k mod 5 (default, uniform, heavy-tailed, spiky, large).")
     atol_fp32: float = Field(1e-4, description="Absolute tolerance for float32 outputs (rtol is the same).")
     atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
     static_policy: Literal["strict", "default", "off"] = Field(
@@ -20,16 +20,25 @@ class EvalPolicy(BaseModel):
     require_custom_kernel: bool = Field(
         True, description="Reject candidates that never build a kernel of their own (load_inline / load).")
     warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")
-    min_timed_calls: int = Field(10, ge=3, description="Fewest timed calls per model.")
+    min_timed_calls: int = Field(10, ge=3, description="Fewest timed batches per model.")
     max_timed_calls: int = Field(1000, ge=3, description="Most timed calls per model.")
     timing_budget_s: float = Field(1.0, gt=0, description="Target time spent timing each model.")
-    timeout_s: float = Field(300.0, gt=0, description="Wall clock for the whole child: build, checks, timing.")
+    timeout_s: float = Field(300.0, gt=0, description="Run clock of the candidate's process: import, checks and "
+                             "timing; time spent building its extensions is not on it.")
+    build_timeout_s: float = Field(900.0, gt=0, description="Wall clock of each extension build (a slow nvcc "
+                                   "under load is a compile error with this reason, never a `timeout`).")
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
     cpu_threads: int = Field(1, ge=1, description="Threads for reference and candidate on the CPU device.")
     cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")
     hardening: bool = Field(True, description="Runtime integrity checks: poisoned outputs, mutation, aliasing, "
                             "work after return, candidate run after the reference, spot checks, identity checks.")
-    spot_checks: int = Field(3, ge=0, description="Timed calls (at secret positions) whose outputs are checked.")
+    timed_checks: int = Field(300, ge=0, description="Timed calls (at secret positions) whose outputs are "
+                              "checked against the parent's reference: 300 catch a 1% cache-hit rate with 95% "
+                              "probability.")
+    batch_target_ms: float = Field(2.0, gt=0, description="Timed calls run in batches of about this length, so "
+                                   "the parent's pipe round trip is small against the work it clocks.")
+    knockout: bool = Field(True, description="Re-run one trial with the candidate's kernel functions poisoned: "
+                           "an unchanged correct answer means forward never depended on its kernel.")
     implausible_speedup: float = Field(10.0, gt=1, description="Speedups above this are re-measured in a fresh "
                                        "process before they are believed.")
     skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")

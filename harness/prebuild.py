@@ -7,10 +7,11 @@ import secrets
 import time
 
 from harness import job as J
-from harness.paths import build_cache_dir
+from harness.evaluate import build_service, limits_for
 from harness.policy import EvalPolicy
-from harness.sandbox import Limits, run_child
-from harness.scratch import read_result, scratch_folder
+from harness.reference import run_reference
+from harness.scratch import read_result, save_inputs, scratch_folder
+from harness.session import run_child
 from harness.static_check import check_candidate
 from kernelbench.problem import Problem
 
@@ -20,13 +21,11 @@ def prebuild(problem: Problem, source: str, device: str, policy: EvalPolicy) -> 
     started = time.perf_counter()
     if check_candidate(source, policy).verdict:
         return {"status": "skipped", "seconds": 0.0}  # evaluate() rejects it without building anything
-    job = J.ChildJob(device=device, build_cache=str(build_cache_dir()), init_seed=secrets.randbits(31),
-                     cpu_threads=policy.cpu_threads, warmup_calls=1, min_timed_calls=3, max_timed_calls=3,
-                     timing_budget_s=0.1, skip_timing=True, build_only=True)
+    job = J.ChildJob(device=device, init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads)
     with scratch_folder(problem, source, job) as scratch:
-        limits = Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
-                        address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
-        outcome = run_child(scratch, limits)
+        save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
+                                            vary_distributions=False))
+        outcome = run_child(scratch, limits_for(device, policy), on_build=build_service(device, policy))
         result = read_result(scratch)
         ok = result is not None and result.status == "ok" and not outcome.timed_out
         return {"status": "built" if ok else "failed", "seconds": time.perf_counter() - started}

@@ -7,11 +7,12 @@ import secrets
 from typing import Any
 
 from harness import job as J
+from harness.evaluate import build_service
 from harness.ncu import diagnose_failure, ncu_command, parse_ncu_csv
-from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.reference import run_reference
-from harness.sandbox import Limits, run_child
+from harness.sandbox import Limits
+from harness.session import run_child
 from harness.scratch import save_inputs, scratch_folder
 from kernelbench.problem import Problem
 
@@ -21,14 +22,13 @@ def profile_candidate(problem: Problem, source: str, kernel_names: list[str], po
     command = ncu_command(kernel_names, "ncu.csv")
     if command is None:
         return {"error": "ncu (Nsight Compute) is not on PATH"}
-    job = J.ChildJob(device="cuda", build_cache=str(build_cache_dir()), init_seed=secrets.randbits(31),
-                     cpu_threads=policy.cpu_threads, warmup_calls=1, min_timed_calls=3, max_timed_calls=3,
-                     timing_budget_s=0.1, skip_timing=True, hardening=False)
+    job = J.ChildJob(device="cuda", init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads, hardening=False)
     with scratch_folder(problem, source, job) as scratch:
         save_inputs(scratch, run_reference(problem, "cuda", job.init_seed, [secrets.randbits(31)],
                                             vary_distributions=False))
         limits = Limits(timeout_s=policy.timeout_s * 3, memory_mb=policy.memory_limit_mb, address_space_limit=False)
-        outcome = run_child(scratch, limits, prefix=command)
+        outcome = run_child(scratch, limits, prefix=command, on_build=build_service("cuda", policy),
+                            role="profile")
         csv_path = scratch / "ncu.csv"
         text = csv_path.read_text(errors="replace") if csv_path.exists() else ""
         records = parse_ncu_csv(text)

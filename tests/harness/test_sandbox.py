@@ -6,7 +6,8 @@ from pathlib import Path
 
 import psutil
 
-from harness.sandbox import Limits, child_environment, kill_tree, run_child
+from harness.sandbox import Limits, child_environment, kill_tree
+from harness.session import run_child
 
 
 def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatch) -> None:

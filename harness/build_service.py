@@ -1,0 +1,201 @@
+"""Builds, owned by the parent. A candidate's `load_inline`/`load` call becomes a request to the parent, which
+keys it by content, and either serves a verified build from the cache or builds it in a jailed build process that
+never runs candidate Python. Only the parent writes the cache: each entry carries a manifest with the SHA-256 of
+its binary, checked at every load, so no candidate can plant or swap a binary that another candidate loads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from harness.build_cache import LOG_NAME, build_key
+from harness.sandbox import Limits
+from harness.session import run_jailed
+
+MANIFEST = "MANIFEST.json"
+REQUEST = "request.json"
+STATUS = "status.json"
+_ALLOWED = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+            "extra_include_paths", "build_directory", "verbose", "with_cuda", "is_python_module", "sources",
+            "with_pytorch_error_handling", "keep_intermediates", "use_pch", "no_implicit_headers", "is_standalone"}
+_NOT_KEYED = ("name", "build_directory", "verbose", "use_pch", "keep_intermediates")
+# flags that make the compiler or linker run code or read a toolchain of the candidate's choosing
+_DANGEROUS_FLAGS = ("-fplugin", "-B", "-wrapper", "-specs", "--sysroot", "-iplugindir", "-Xclang", "-load",
+                    "--compiler-bindir", "-ccbin")
+
+
+class BuildRejected(ValueError):
+    """A request the parent refuses to build (its reason goes back to the candidate as a build error)."""
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _strings(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return list(value)
+    raise BuildRejected(f"build argument of type {type(value).__name__} is not supported")
+
+
+def validate(request: Any) -> tuple[str, dict[str, Any]]:
+    if not isinstance(request, dict) or request.get("kind") not in ("inline", "load"):
+        raise BuildRejected("malformed build request")
+    arguments = request.get("arguments")
+    if not isinstance(arguments, dict) or set(arguments) - _ALLOWED:
+        raise BuildRejected(f"unsupported build arguments: {sorted(set(arguments or {}) - _ALLOWED)}")
+    if arguments.get("is_standalone"):
+        raise BuildRejected("is_standalone builds an executable, not a kernel module")
+    for field in ("cpp_sources", "cuda_sources", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+                  "extra_include_paths", "functions"):
+        _strings(arguments.get(field))
+    for flag in _strings(arguments.get("extra_cflags")) + _strings(arguments.get("extra_cuda_cflags")) + \
+            _strings(arguments.get("extra_ldflags")):
+        if any(flag.startswith(bad) for bad in _DANGEROUS_FLAGS) or "-fplugin" in flag:
+            raise BuildRejected(f"compiler flag {flag!r} is not allowed (it runs code of the candidate's choosing)")
+    sources = arguments.get("sources")
+    if request["kind"] == "load" and not (isinstance(sources, list) and all(
+            isinstance(s, dict) and isinstance(s.get("name"), str) and isinstance(s.get("text"), str) for s in sources)):
+        raise BuildRejected("load() sources could not be read")
+    return request["kind"], arguments
+
+
+class BuildService:
+    """Serves one evaluation's build requests and records every build for the parent's report."""
+
+    def __init__(self, cache_root: Path, mode: str, limits: Limits, extra_cuda_cflags: list[str] | None = None,
+                 cuda_arch: str = "sm_90") -> None:
+        import torch
+
+        self.cache_root = cache_root
+        self.mode = mode  # "native" or "nvcc-compile-only-<arch>": part of every key
+        self.limits = limits
+        self.extra_cuda_cflags = extra_cuda_cflags or []
+        self.cuda_arch = cuda_arch
+        self.torch_version = torch.__version__
+        self.records: list[dict[str, Any]] = []
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            kind, arguments = validate(request)
+        except BuildRejected as exc:
+            return {"ok": False, "error": str(exc)}
+        cuda = bool(arguments.get("cuda_sources") or arguments.get("with_cuda"))
+        if cuda:
+            arguments["extra_cuda_cflags"] = _strings(arguments.get("extra_cuda_cflags")) + self.extra_cuda_cflags
+        keyed = {k: v for k, v in arguments.items() if k not in _NOT_KEYED}
+        key = build_key(f"{self.mode}:{kind}", keyed, self.torch_version)
+        record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "cuda": cuda,
+                                  "folder": str(self.cache_root / key), "source_text": _source_text(keyed)[:200_000]}
+        self.records.append(record)
+        started = time.perf_counter()
+        reply = self._cached(key, record) or self._build(kind, key, arguments, record)
+        record["seconds"] = time.perf_counter() - started
+        return reply
+
+    def _cached(self, key: str, record: dict[str, Any]) -> dict[str, Any] | None:
+        folder = self.cache_root / key
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text())
+            binary = folder / manifest["binary"]
+            if sha256_of(binary) != manifest["sha256"]:
+                record["cache_note"] = "cached binary did not match its manifest: rebuilt"
+                shutil.rmtree(folder, ignore_errors=True)
+                return None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        record.update(cache_hit=True, binary=str(binary), sha256=manifest["sha256"],
+                      log=_read(folder / LOG_NAME)[-20000:], resources=manifest.get("resources"),
+                      skipped=manifest.get("skipped"))
+        return {"ok": True, "folder": str(folder), **manifest}
+
+    def _build(self, kind: str, key: str, arguments: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+        self.cache_root.mkdir(parents=True, exist_ok=True)
+        work = self.cache_root / f"{key}.tmp-{uuid.uuid4().hex[:8]}"
+        work.mkdir()
+        name = f"kw_{key[:24]}"
+        (work / REQUEST).write_text(json.dumps({"kind": kind, "name": name, "arguments": arguments,
+                                                "mode": self.mode, "cuda_arch": self.cuda_arch}))
+        record["cache_hit"] = False
+        try:
+            outcome = run_jailed([sys.executable, "-m", "harness.build_child", str(work)], work, self.limits)
+            log = _read(work / LOG_NAME)
+            record["log"] = log[-20000:]
+            if outcome.timed_out:
+                return {"ok": False, "error": f"the build timed out after {self.limits.timeout_s:g} s "
+                        "(--build-timeout); every compiler process was killed", "log": log[-8000:]}
+            status = _status(work)
+            if not status.get("ok"):
+                detail = status.get("error") or f"the build process died ({outcome.returncode})"
+                return {"ok": False, "error": str(detail)[:8000], "log": log[-8000:]}
+            return self._promote(work, key, name, status, record)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _promote(self, work: Path, key: str, name: str, status: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+        """Copy the binary (a regular file, never a link) and the log into a fresh cache entry with a manifest."""
+        binary_name = str(status.get("binary", ""))
+        source = work / binary_name
+        if "/" in binary_name or not source.is_file() or source.is_symlink():
+            return {"ok": False, "error": "the build produced no binary"}
+        entry = self.cache_root / f"{key}.new-{uuid.uuid4().hex[:8]}"
+        entry.mkdir()
+        shutil.copyfile(source, entry / binary_name)
+        shutil.copyfile(work / LOG_NAME, entry / LOG_NAME) if (work / LOG_NAME).is_file() else None
+        manifest = {"name": name, "binary": binary_name, "sha256": sha256_of(entry / binary_name),
+                    "is_python_module": bool(status.get("is_python_module", True)),
+                    "resources": status.get("resources"), "skipped": status.get("skipped")}
+        (entry / MANIFEST).write_text(json.dumps(manifest))
+        final = self.cache_root / key
+        try:
+            entry.rename(final)
+        except OSError:  # a parallel evaluation finished the same build first: use its (verified) entry
+            shutil.rmtree(entry, ignore_errors=True)
+            cached = self._cached(key, record)
+            if cached:
+                return cached
+            return {"ok": False, "error": "the build cache entry could not be written"}
+        record.update(binary=str(final / binary_name), sha256=manifest["sha256"], resources=manifest["resources"],
+                      skipped=manifest["skipped"])
+        return {"ok": True, "folder": str(final), **manifest}
+
+
+def _status(work: Path) -> dict[str, Any]:
+    try:
+        status = json.loads((work / STATUS).read_text())
+        return status if isinstance(status, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _source_text(keyed: dict[str, Any]) -> str:
+    """The code that was compiled (as the static policy re-scans it), and the flags it was compiled with."""
+    parts: list[str] = []
+    for field in ("cpp_sources", "cuda_sources", "extra_cflags", "extra_cuda_cflags", "extra_ldflags"):
+        parts.extend(_strings(keyed.get(field)))
+    parts.extend(s["text"] for s in keyed.get("sources") or [])
+    return "\n".join(parts)

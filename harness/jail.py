@@ -1,0 +1,118 @@
+"""The jail every untrusted process starts in: `python -m harness.jail --writable DIR ... -- COMMAND...`.
+
+The launcher unshares PID, mount and network namespaces and forks; its child becomes PID 1 of the new PID
+namespace (so every process the candidate starts, double forks included, dies with it), mounts a /proc that shows
+only that namespace (no ancestor's environment or memory is reachable), remounts every file system read-only except
+the given writable folders, /dev and fresh private /tmp and /dev/shm, drops every capability (it cannot remount,
+trace, or leave its cgroup) and execs COMMAND. Where the OS refuses a step the command still runs; the parent
+reads what actually holds from /proc and records it with the evaluation (see `containment_facts`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from pathlib import Path
+
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
+PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+_FLAG_WORDS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str | None = None) -> bool:
+    encode = (lambda s: s.encode() if s is not None else None)
+    return _libc.mount(encode(source), encode(target), encode(kind), ctypes.c_ulong(flags), encode(data)) == 0
+
+
+def _mount_points() -> list[tuple[str, int]]:
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        options = fields[5].split(",")
+        flags = sum(bit for word, bit in _FLAG_WORDS.items() if word in options)
+        points.append((fields[4].replace("\\040", " "), flags))
+    return points
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
+
+
+def _seal_file_systems(writable: list[str]) -> None:
+    _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates to the host
+    private = [t for t in ("/tmp", "/dev/shm") if os.path.isdir(t) and not any(_under(w, [t]) for w in writable)]
+    for target in private:  # private and empty: no state survives from one evaluation to the next
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
+    for folder in writable:
+        _mount(folder, folder, None, MS_BIND | MS_REC)
+    keep = writable + private + ["/proc", "/dev"]
+    for point, flags in _mount_points():
+        if _under(point, keep):
+            continue
+        _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def _drop_capabilities() -> None:
+    for capability in range(64):
+        _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def _inner(writable: list[str], command: list[str]) -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
+    if os.getpid() == 1:
+        _seal_file_systems(writable)
+    _drop_capabilities()
+    os.execvp(command[0], command)
+
+
+def main(argv: list[str]) -> int:
+    split = argv.index("--")
+    options, command = argv[:split], argv[split + 1:]
+    writable = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--writable"]
+    if _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0:
+        _libc.unshare(CLONE_NEWNET)  # at least the network, where the rest is refused
+    pid = os.fork()
+    if pid == 0:
+        try:
+            _inner(writable, command)
+        finally:
+            os._exit(127)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+
+
+def containment_facts(pid: int) -> dict[str, str]:
+    """What actually holds for process `pid`, read by the parent from the kernel (the child cannot lie here)."""
+    facts: dict[str, str] = {}
+    mine = Path("/proc/self/ns")
+    theirs = Path(f"/proc/{pid}/ns")
+    for name, what in (("pid", "pid_namespace"), ("mnt", "mount_namespace"), ("net", "network")):
+        try:
+            separate = os.readlink(mine / name) != os.readlink(theirs / name)
+        except OSError:
+            separate = False
+        facts[what] = "isolated" if separate else "NOT isolated (the OS refused a namespace here)"
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        bounding = next(line.split()[1] for line in status.splitlines() if line.startswith("CapBnd:"))
+        facts["capabilities"] = "none" if int(bounding, 16) == 0 else f"bounding set {bounding}"
+    except (OSError, StopIteration, ValueError):
+        facts["capabilities"] = "unknown"
+    try:
+        mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+        root = next((line.split() for line in mounts if line.split()[4] == "/"), None)
+        read_only = bool(root) and "ro" in root[5].split(",")
+        facts["file_system"] = "read-only except its scratch folder" if read_only else "NOT read-only"
+    except (OSError, IndexError):
+        facts["file_system"] = "unknown"
+    return facts
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,227 @@
+"""The parent's side of one untrusted process: start it in the jail, talk to it over a channel, enforce its
+clocks and memory, serve the builds it asks for, and kill everything it started when it is done.
+
+Wall clocks: the run clock (`Limits.timeout_s`) stops while the parent builds an extension the child asked for;
+each build has its own clock (`EvalPolicy.build_timeout_s`, enforced by the build service).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.cgroups import ControlGroup
+from harness.channel import ChannelClosed, ParentEnd
+from harness.jail import containment_facts
+from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
+
+_POLL_S = 0.05
+BuildHandler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ChildStopped(Exception):
+    """The child can no longer answer: it died, timed out, outgrew its memory or broke the protocol."""
+
+
+def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
+    folders = [word for folder in writable for word in ("--writable", str(folder))]
+    return [sys.executable, "-m", "harness.jail", *folders, "--", *command]
+
+
+class ChildSession:
+    """One jailed `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` and the conversation with it."""
+
+    def __init__(self, scratch: Path, limits: Limits, role: str = "candidate", on_build: BuildHandler | None = None,
+                 prefix: list[str] | None = None) -> None:
+        self.limits = limits
+        self.on_build = on_build
+        self.outcome = ChildOutcome(returncode=None, wall_s=0.0)
+        self.token = uuid.uuid4().hex
+        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes)
+        self.outcome.containment = self.group.describe()
+        self.started = time.monotonic()
+        self.paused_s = 0.0  # time spent building for the child: not on its run clock
+        self.stopped: str | None = None
+        cmd_r, cmd_w = os.pipe()
+        msg_r, msg_w = os.pipe()
+        command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
+        self.log = open(scratch / "child.log", "ab")
+        self.proc = subprocess.Popen(
+            jailed_command([scratch], command), cwd=scratch, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, self.token),
+            start_new_session=True, preexec_fn=lambda: _preexec(limits, self.group), close_fds=True,
+            pass_fds=(cmd_r, msg_w))
+        os.close(cmd_r)
+        os.close(msg_w)
+        self.channel = ParentEnd(cmd_w, msg_r)
+
+    # -- clocks and watchdog ---------------------------------------------------------------------------------
+
+    def run_seconds(self) -> float:
+        return time.monotonic() - self.started - self.paused_s
+
+    def _deadline(self) -> float:
+        return time.monotonic() + max(self.limits.timeout_s - self.run_seconds(), 0.0)
+
+    def _stop(self, reason: str) -> ChildStopped:
+        self.stopped = self.stopped or reason
+        if reason == "timeout":
+            self.outcome.timed_out = True
+        elif reason == "memory":
+            self.outcome.memory_exceeded = True
+        return ChildStopped(reason)
+
+    def _watch(self) -> None:
+        if self.run_seconds() > self.limits.timeout_s:
+            raise self._stop("timeout")
+        rss = _tree_rss_mb(self.proc.pid)
+        self.outcome.peak_rss_mb = max(self.outcome.peak_rss_mb, rss)
+        if rss > self.limits.memory_mb or self.group.hit_memory_limit():
+            raise self._stop("memory")
+        if self.proc.poll() is not None:
+            raise self._stop("exited")
+
+    # -- conversation ----------------------------------------------------------------------------------------
+
+    def receive(self) -> dict[str, Any]:
+        """The next message that is not a build request (those are served on the way)."""
+        if self.stopped:
+            raise ChildStopped(self.stopped)
+        try:
+            while True:
+                if not self.channel.ready(_POLL_S):
+                    self._watch()
+                    continue
+                message = self.channel.take()
+                if "build" not in message:
+                    if "hello" in message:
+                        self.outcome.containment.update(self._facts())
+                        continue
+                    return message
+                self._serve_build(message["build"])
+        except ChannelClosed as exc:
+            self.proc.poll()
+            raise self._stop(f"closed: {exc}") from None
+
+    def request(self, command: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.channel.send(command)
+        except ChannelClosed:
+            raise self._stop("exited") from None
+        return self.receive()
+
+    def timed(self, command: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Send `command` and wait for its reply with nothing else in between: (nanoseconds, reply) on the
+        parent's clock, which nothing in the child can reach."""
+        if self.stopped:
+            raise ChildStopped(self.stopped)
+        try:
+            started = time.perf_counter_ns()
+            self.channel.send(command)
+            reply = self.channel.receive_until(self._deadline())
+            elapsed = time.perf_counter_ns() - started
+        except ChannelClosed as exc:
+            raise self._stop(f"closed: {exc}") from None
+        if reply is None:
+            raise self._stop("timeout")
+        return elapsed, reply
+
+    def _serve_build(self, request: Any) -> None:
+        began = time.monotonic()
+        try:
+            reply = self.on_build(request) if self.on_build and isinstance(request, dict) else \
+                {"ok": False, "error": "builds are not served to this process"}
+        finally:
+            self.paused_s += time.monotonic() - began
+        self.channel.send({"built": reply})
+
+    def _facts(self) -> dict[str, str]:
+        try:
+            import psutil
+
+            inner = psutil.Process(self.proc.pid).children()
+            return containment_facts(inner[0].pid if inner else self.proc.pid)
+        except Exception:  # the child is gone already: nothing to record
+            return {}
+
+    # -- the end ---------------------------------------------------------------------------------------------
+
+    def wait_exit(self) -> None:
+        """Let the child finish on its own (serving builds), within its run clock."""
+        try:
+            while self.proc.poll() is None:
+                if self.channel.ready(_POLL_S):
+                    message = self.channel.take()
+                    if "build" in message:
+                        self._serve_build(message["build"])
+                    elif "hello" in message:
+                        self.outcome.containment.update(self._facts())
+                    continue
+                self._watch()
+        except (ChannelClosed, ChildStopped):
+            pass
+
+    def close(self) -> ChildOutcome:
+        """Kill whatever is left (descendants, escaped forks), collect the exit status. Safe to call twice."""
+        if self.outcome.wall_s:
+            return self.outcome
+        try:
+            try:  # a child that answered `finish` exits on its own at once; anything left after that is killed
+                self.proc.wait(timeout=2 if not self.stopped else 0.01)
+            except subprocess.TimeoutExpired:
+                pass
+            self.outcome.killed_pids = self.group.kill_all() + kill_tree(self.proc.pid, self.token)
+            self.outcome.returncode = self.proc.wait()
+            self.outcome.memory_exceeded |= self.group.hit_memory_limit()
+        finally:
+            self.outcome.wall_s = time.monotonic() - self.started
+            self.channel.close()
+            self.log.close()
+            self.group.remove()
+        return self.outcome
+
+
+def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
+              on_build: BuildHandler | None = None, role: str = "batch") -> ChildOutcome:
+    """Run the child to completion in batch mode (it reads its job and writes its result on its own)."""
+    session = ChildSession(scratch, limits, role=role, on_build=on_build, prefix=prefix)
+    try:
+        session.wait_exit()
+    finally:
+        outcome = session.close()
+    return outcome
+
+
+def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome:
+    """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock."""
+    token = uuid.uuid4().hex
+    group = ControlGroup.create(token, limits.memory_mb, limits.max_processes)
+    outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=group.describe())
+    started = time.monotonic()
+    with open(folder / "process.log", "ab") as log:
+        proc = subprocess.Popen(jailed_command([folder], command), cwd=folder, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, env=child_environment(folder, limits.cpu_threads, token),
+                                start_new_session=True, preexec_fn=lambda: _preexec(limits, group), close_fds=True)
+        try:
+            while proc.poll() is None:
+                if time.monotonic() - started > limits.timeout_s:
+                    outcome.timed_out = True
+                    break
+                rss = _tree_rss_mb(proc.pid)
+                outcome.peak_rss_mb = max(outcome.peak_rss_mb, rss)
+                if rss > limits.memory_mb:
+                    outcome.memory_exceeded = True
+                    break
+                time.sleep(_POLL_S)
+        finally:
+            outcome.killed_pids = group.kill_all() + kill_tree(proc.pid, token)
+            outcome.returncode = proc.wait()
+            outcome.memory_exceeded |= group.hit_memory_limit()
+            outcome.wall_s = time.monotonic() - started
+            group.remove()
+    return outcome
