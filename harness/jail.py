@@ -67,6 +67,7 @@ def _inner(writable: list[str], command: list[str]) -> None:
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getpid() == 1:
         _seal_file_systems(writable)
+        os.chdir(os.getcwd())  # the working folder is re-resolved: through the writable bind, not the old mount
     _drop_capabilities()
     os.execvp(command[0], command)
 

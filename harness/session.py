@@ -17,7 +17,6 @@ from typing import Any, Callable
 
 from harness.cgroups import ControlGroup
 from harness.channel import ChannelClosed, ParentEnd
-from harness.jail import containment_facts
 from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
 
 _POLL_S = 0.05
@@ -143,6 +142,8 @@ class ChildSession:
     def _facts(self) -> dict[str, str]:
         try:
             import psutil
+
+            from harness.jail import containment_facts  # imported here: `python -m harness.jail` must not pre-import it
 
             inner = psutil.Process(self.proc.pid).children()
             return containment_facts(inner[0].pid if inner else self.proc.pid)

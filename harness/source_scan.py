@@ -20,9 +20,22 @@ _FATAL_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
      re.compile(r"\b(std::thread|std::jthread|pthread_create|std::async)\b|\.detach\s*\(")),
     ("fast-math", "enables fast-math: results the reference never computes",
      re.compile(r"(-ffast-math|-?-use_fast_math|-Ofast|fast-math\"?\)|-funsafe-math-optimizations)")),
+    ("python-capi", "reaches the Python interpreter from C++ (code, frames, imports, attributes): the harness "
+     "lives in that interpreter",
+     re.compile(r"\b(PyRun_\w+|PyImport_\w+|PyFrame_\w+|PyEval_\w+|PyThreadState_\w+|PyObject_SetAttr\w*"
+                r"|PyObject_GetAttr\w*|PyDict_SetItem\w*|PySys_\w+|Py_CompileString\w*|PyModule_GetDict"
+                r"|py::module_?::import|py::exec|py::eval|pybind11::module_?::import|pybind11::exec|pybind11::eval)\b")),
+    ("profiler-hook", "installs an ATen/profiler callback: code that runs inside every PyTorch operator, the "
+     "reference's included",
+     re.compile(r"\b(addGlobalCallback|addThreadLocalCallback|RecordFunctionCallback|at::RecordFunction"
+                r"|ThreadLocalDebugInfo|c10::impl::tls_\w+|setGlobalCallback)\b")),
+    ("operator-override", "registers kernels for PyTorch's own operators (aten): it would replace the reference's "
+     "implementation", re.compile(r"\bTORCH_LIBRARY_(IMPL|FRAGMENT)\s*\(\s*(aten|_)\b|\bDispatcher::singleton\b")),
+    ("include", "includes a file by absolute or parent path: builds read only their own sources and the toolchain's",
+     re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
     ("io", "file, process, network or environment access from C++",
      re.compile(r"\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
-                r"|dlopen|dlsym|fork|execv\w*|mmap)\s*\(")),
+                r"|dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|clone|syscall|ptrace|mmap|mprotect|kill|setsid|prctl|unshare|setns|mount)\s*\(")),
 ]
 _COMPUTE_OPS = (r"matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|convolution|relu\w*|gelu|silu|sigmoid|tanh|softmax"
                 r"|log_softmax|layer_norm|batch_norm|group_norm|instance_norm|\w*pool\w*|sum|mean|amax|amin|cumsum"
@@ -71,7 +84,7 @@ def scan_cpp(code: str, strict: bool) -> list[Any]:
     code = strip_comments(code)
     findings: list[Finding] = []
     for check, message, pattern in _FATAL_PATTERNS:
-        text = flags_and_code if check == "fast-math" else code
+        text = {"fast-math": flags_and_code, "include": _COMMENTS.sub(" ", flags_and_code)}.get(check, code)
         match = pattern.search(text)
         if match:
             findings.append(Finding(check, f"{message}: `{_line_of(text, match.start())}`"))

@@ -23,7 +23,12 @@ _FORBIDDEN_MODULES = {
     "gc": "introspection", "ctypes": "raw memory access", "importlib": "import machinery", "builtins": "builtins",
     "pickle": "deserialization", "shutil": "file access", "signal": "signal handlers", "atexit": "exit hooks",
     "sys": None,  # allowed, but see _FORBIDDEN_ATTRIBUTES
+    "harness": "the harness", "kernelwright": "the harness", "kernelbench": "the harness", "store": "the store",
+    "sqlite3": "databases", "sqlalchemy": "databases", "__main__": "the harness", "kernelwright_problem":
+    "the problem module", "torch._C": None, "mmap": "raw memory access", "resource": "process limits",
 }
+# names that can only refer to the harness's or the problem's own module objects
+_HARNESS_NAMES = ("kernelwright_problem", "kernelwright_candidate", "harness.", "__main__")
 _FORBIDDEN_CALLS = {"eval": "dynamic code", "exec": "dynamic code", "compile": "dynamic code",
                     "globals": "introspection", "locals": "introspection", "vars": "introspection",
                     "open": "file access", "__import__": "import machinery", "setattr": "monkeypatching",
@@ -54,7 +59,17 @@ _SHAPE_ONLY = {"empty", "empty_like", "zeros", "zeros_like", "empty_strided", "c
                "is_cuda", "type", "requires_grad_", "element_size", "storage_offset", "len", "range",
                "isinstance", "tuple", "list", "int", "enumerate", "zip", "max", "min", "getattr", "hasattr",
                "super", "print", "reversed", "sorted", "dict", "str", "abs_", "no_grad", "inference_mode",
-               "current_device", "synchronize"}
+               "current_device", "synchronize", "load_inline", "load", "is_available", "Event", "record",
+               "elapsed_time", "get_device_properties", "device_count", "kaiming_uniform_", "kaiming_normal_",
+               "xavier_uniform_", "xavier_normal_", "zeros_", "ones_", "normal_", "uniform_", "constant_",
+               "calculate_gain", "_calculate_fan_in_and_fan_out", "Parameter", "register_buffer", "is_grad_enabled"}
+# tensor methods that compute (x.sum(), y.exp()): PyTorch's kernels, not the candidate's
+_TENSOR_COMPUTE = {"sum", "mean", "exp", "log", "sqrt", "rsqrt", "pow", "matmul", "mm", "bmm", "relu", "sigmoid",
+                   "tanh", "softmax", "log_softmax", "max", "min", "amax", "amin", "argmax", "argmin", "clamp",
+                   "clamp_", "abs", "neg", "mul", "mul_", "add", "add_", "sub", "sub_", "div", "div_", "cumsum",
+                   "norm", "var", "std", "prod", "addmm", "baddbmm", "einsum", "where", "masked_fill", "sort",
+                   "topk", "gelu", "erf", "reciprocal", "square", "conv2d", "linear", "relu_", "exp_", "sign"}
+_ARITHMETIC = (ast.Mult, ast.Add, ast.Sub, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
 
 
 @dataclass
@@ -138,10 +153,16 @@ class _Checker(ast.NodeVisitor):
         top = module.split(".")[0]
         if top == "torch" and ".multiprocessing" in f".{module}":
             self.add("processes", f"imports {module}", node)
-        reason = _FORBIDDEN_MODULES.get(top)
+        reason = _FORBIDDEN_MODULES.get(module) or _FORBIDDEN_MODULES.get(top)
         if reason:
             self.add(reason.split(" ")[0].split("/")[0], f"imports {module}: {reason} is not allowed in a "
                      "candidate", node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and len(node.value) < 200 and \
+                any(node.value == n or node.value.startswith(n) for n in _HARNESS_NAMES):
+            self.add("harness-alias", f"names the harness's or the problem's module ({node.value!r}): the "
+                     "reference and the harness are not the candidate's to reach", node)
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _call_name(node)
@@ -221,6 +242,9 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker) -> None:
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 checker.add("torch-compute", f"{method.name}() uses the @ operator (torch matmul)", node,
                             fatal=checker.strict)
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC) and _tensor_operands(node):
+                checker.add("torch-compute", f"{method.name}() computes `{ast.unparse(node)[:80]}` with tensor "
+                            "operators (PyTorch kernels)", node, fatal=checker.strict)
             if not isinstance(node, ast.Call):
                 continue
             name = _call_name(node)
@@ -228,10 +252,32 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker) -> None:
             torch_call = root in _TORCH_NAMES or checker.modules.get(root or "") == "torch"
             module_call = isinstance(node.func, ast.Attribute) and root == "self" and \
                 isinstance(node.func.value, ast.Name)  # self.conv(x): an nn.Module computes
-            if (torch_call or module_call) and name not in _SHAPE_ONLY:
+            method_call = isinstance(node.func, ast.Attribute) and name in _TENSOR_COMPUTE and \
+                not (root in checker.modules and checker.modules.get(root or "") != "torch")
+            if (torch_call or module_call or method_call) and name not in _SHAPE_ONLY:
                 what = ast.unparse(node.func)
                 checker.add("torch-compute", f"{method.name}() calls {what}(): PyTorch computes part of the "
                             "answer, not the candidate's kernel", node, fatal=checker.strict)
+
+
+def _shape_like(node: ast.expr) -> bool:
+    """Sizes and constants: `x.size(0) * 2`, `n // 4`, `self.k + 1` are arithmetic on shapes, not tensors."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Call):
+        return _call_name(node) in _SHAPE_ONLY
+    if isinstance(node, ast.Attribute):
+        return node.attr in ("shape", "ndim") or node.attr.startswith(("n_", "num", "dim", "size"))
+    if isinstance(node, ast.Subscript):
+        return _shape_like(node.value)
+    if isinstance(node, ast.BinOp):
+        return _shape_like(node.left) and _shape_like(node.right)
+    return False
+
+
+def _tensor_operands(node: ast.BinOp) -> bool:
+    """Both sides may be tensors: neither is a constant or a size."""
+    return not _shape_like(node.left) and not _shape_like(node.right)
 
 
 def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:

@@ -72,3 +72,18 @@ def test_distributions_keep_shape_dtype_and_integers() -> None:
         assert out[0].shape == (8, 8) and out[0].dtype == torch.float32 and not torch.equal(out[0], inputs[0])
         assert out[1] is inputs[1] and out[2] == 3 and out[3].dtype == torch.float16
         assert bool((out[3] >= 0).all())  # non-negative inputs stay non-negative unless asked otherwise
+
+
+def test_a_large_magnitude_trial_breaks_a_softmax_without_max_subtraction() -> None:
+    """Trial 5 draws the problem's own sample times 100: exp() of logits near +100 overflows in fp32."""
+    import torch
+
+    from harness.reference import run_reference
+    from kernelbench.bundled import find_bundled
+
+    run = run_reference(find_bundled("softmax"), "cpu", 1, [11, 12, 13, 14, 15])
+    assert run.distributions[4] == "large"
+    logits = run.trial_inputs[4][0]
+    assert float(logits.abs().max()) > 50
+    naive = torch.exp(logits) / torch.exp(logits).sum(dim=1, keepdim=True)
+    assert not torch.isfinite(naive).all() and torch.isfinite(run.outputs[4]).all()

@@ -8,6 +8,8 @@ from harness.policy import EvalPolicy
 from harness.static_check import check_candidate
 from tests.conftest import CPU_CANDIDATES, CUDA_CANDIDATES, RELU_CANDIDATE, relu_variant
 
+RELU_SOURCE = RELU_CANDIDATE.read_text()
+
 DEFAULT, STRICT = EvalPolicy(), EvalPolicy(static_policy="strict")
 
 
@@ -121,3 +123,27 @@ def test_precision_downcast_is_reported_by_default_and_fatal_when_strict() -> No
     half = relu_variant("return relu_ext.relu_forward(x.half().float())")
     assert check_candidate(half, DEFAULT).verdict is None
     assert "precision" in _checks(half, STRICT)
+
+
+@pytest.mark.parametrize("cpp, check", [
+    ("static auto h = at::addGlobalCallback(at::RecordFunctionCallback(slow_down));", "profiler-hook"),
+    ('PyRun_SimpleString("import harness");', "python-capi"),
+    ("TORCH_LIBRARY_IMPL(aten, CPU, m) { m.impl(\"relu\", fake); }", "operator-override"),
+    ('#include "/work/runs/builds/other/kernel.h"', "include"),
+    ("posix_spawn(&pid, path, nullptr, nullptr, argv, envp);", "io"),
+])
+def test_cpp_routes_into_the_interpreter_and_the_reference_are_rejected(cpp: str, check: str) -> None:
+    source = RELU_SOURCE.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n" + cpp)
+    report = check_candidate(source, EvalPolicy())
+    assert report.verdict == "rejected" and any(f"[{check}]" in e for e in report.errors), report.errors
+
+
+def test_python_aliases_of_the_problem_module_are_rejected() -> None:
+    source = RELU_SOURCE + "\nimport sys\nP = sys.modules['kernelwright_problem']\n"
+    assert any("[harness-alias]" in e for e in check_candidate(source, EvalPolicy()).errors)
+
+
+def test_strict_counts_tensor_operators_as_pytorch_compute() -> None:
+    source = RELU_SOURCE.replace("return relu_ext.relu_forward(x)", "return relu_ext.relu_forward(x) * x.sum()")
+    assert any("[torch-compute]" in e for e in check_candidate(source, EvalPolicy(static_policy="strict")).errors)
+    assert not check_candidate(source, EvalPolicy()).verdict  # only a note under default

@@ -1,0 +1,61 @@
+"""The jail every untrusted process runs in, tried as an attacker would (shell commands: no build, no torch)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.sandbox import Limits
+from harness.session import run_jailed
+
+LIMITS = Limits(timeout_s=30, memory_mb=2048, address_space_limit=False)
+
+
+def _jailed(tmp_path: Path, script: str) -> str:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    run_jailed(["sh", "-c", script], work, LIMITS)
+    return (work / "process.log").read_text()
+
+
+def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach(tmp_path: Path) -> None:
+    store = tmp_path / "kernelwright.db"
+    store.write_text("rows")
+    log = _jailed(tmp_path, f"echo forged >> {store}; touch {tmp_path}/planted.so; touch ok && echo own-folder-ok")
+    assert store.read_text() == "rows" and not (tmp_path / "planted.so").exists()
+    assert "own-folder-ok" in log and "Read-only file system" in log
+
+
+def test_no_ancestor_process_or_its_secrets_are_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-ancestor-secret")  # the parent has it; its /proc must be out of reach
+    log = _jailed(tmp_path, "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c ancestor-secret; "
+                            "echo pids $(ls /proc | grep -c '^[0-9]'); grep CapEff /proc/self/status")
+    assert log.splitlines()[0].strip() == "0"
+    assert int(log.split("pids ")[1].split()[0]) <= 4  # the shell, its pipeline: nothing of the host
+    assert "CapEff:\t0000000000000000" in log
+
+
+def test_a_double_forked_escapee_dies_with_the_evaluation(tmp_path: Path) -> None:
+    marker = "987.25"  # a sleep nobody else runs
+    _jailed(tmp_path, f"(setsid sleep {marker} &) ; (nohup sleep {marker} >/dev/null 2>&1 &) ; echo started")
+    time.sleep(0.5)
+    survivors = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
+    assert not survivors
+
+
+def test_cgroups_cannot_be_left(tmp_path: Path) -> None:
+    if not Path("/sys/fs/cgroup/pids/cgroup.procs").exists():
+        pytest.skip("no cgroup v1 pids hierarchy here")
+    log = _jailed(tmp_path, "echo $$ > /sys/fs/cgroup/pids/cgroup.procs && echo escaped || echo stayed")
+    assert "stayed" in log and "escaped" not in log
+
+
+def test_the_parent_records_what_held(tmp_path: Path) -> None:
+    from harness.jail import containment_facts
+
+    facts = containment_facts(os.getpid())  # the test process itself: nothing isolated from itself
+    assert facts["pid_namespace"].startswith("NOT") and facts["network"].startswith("NOT")
