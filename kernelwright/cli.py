@@ -85,15 +85,19 @@ def eval_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
     db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL (default: $KERNELWRIGHT_DB or "
                                                        "runs/kernelwright.db)."),
-    trials: int = typer.Option(4, min=1, help="Correctness trials with fresh seeds."),
-    timeout: float = typer.Option(300.0, min=1.0, help="Seconds for build, checks and timing together."),
+    trials: int = typer.Option(5, min=1, help="Correctness trials with fresh seeds (5 covers every input "
+                                                "distribution, large magnitudes included)."),
+    timeout: float = typer.Option(300.0, min=1.0, help="Run clock of the candidate's process (import, checks, "
+                                                        "timing); building is on --build-timeout."),
+    build_timeout: float = typer.Option(900.0, "--build-timeout", min=1.0, help="Seconds per extension build."),
     threads: int = typer.Option(1, min=1, help="CPU threads for reference and candidate (CPU device)."),
     shrink: bool = typer.Option(False, help="Rescale the problem's sizes to the CPU budget first."),
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
     no_store: bool = typer.Option(False, "--no-store", help="Do not record the result."),
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
-    policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads)
+    policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
+                     build_timeout_s=build_timeout)
     try:
         with stderr.status("evaluating") as status:
             outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
@@ -275,7 +279,8 @@ def sweep_command(
     ray_address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster."),
     shrink: bool = typer.Option(False, help="Rescale each problem to the CPU budget first."),
     baselines: bool = typer.Option(False, help="Also time eager PyTorch and torch.compile (measured once, reused)."),
-    timeout: float = typer.Option(300.0, min=1.0, help="Seconds per evaluation."),
+    timeout: float = typer.Option(300.0, min=1.0, help="Run clock per evaluation (builds excluded)."),
+    build_timeout: float = typer.Option(900.0, "--build-timeout", min=1.0, help="Seconds per extension build."),
     model: Optional[str] = typer.Option(None, help="Model for optimize mode (or scripted:FILE)."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
     api_key_env: str = typer.Option("OPENAI_API_KEY", help="Name of the variable holding the key."),
@@ -285,7 +290,7 @@ def sweep_command(
     json_output: bool = typer.Option(False, "--json"),
 ) -> None:
     """Run over a folder of problems: verify existing solutions (--candidates) or optimize each one."""
-    policy = EvalPolicy(timeout_s=timeout)
+    policy = EvalPolicy(timeout_s=timeout, build_timeout_s=build_timeout)
     config = SweepConfig(mode="candidates" if candidates else "optimize",
                          candidates_dir=str(candidates) if candidates else None, device=device, workers=workers,
                          executor=executor, ray_address=ray_address, baselines=baselines,

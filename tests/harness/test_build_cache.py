@@ -35,13 +35,13 @@ def test_same_name_different_source_never_loads_the_other_kernel() -> None:
 def test_killed_build_leaves_nothing_that_blocks_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(tmp_path / "cache"))
     source = RELU_CANDIDATE.read_text()
-    killed = evaluate(RELU, source, "cpu", FAST.model_copy(update={"timeout_s": 6}))
-    assert killed.verdict is Verdict.TIMEOUT and "building" in killed.reasons[0]
+    killed = evaluate(RELU, source, "cpu", FAST.model_copy(update={"build_timeout_s": 6}))
+    assert killed.verdict is Verdict.COMPILE_ERROR and "build timed out" in killed.reasons[0]
     assert compilers_under(tmp_path) == []  # the compilers died with the child
     cold = evaluate(RELU, source, "cpu", FAST)
     warm = evaluate(RELU, source, "cpu", FAST)
     assert cold.verdict is warm.verdict is Verdict.ACCEPTED
     assert cold.build["builds"][0]["cache_hit"] is False and warm.build["builds"][0]["cache_hit"] is True
     assert warm.phase_seconds["total"] * 3 < cold.phase_seconds["total"]
-    assert [p.name for p in (tmp_path / "cache").iterdir() if ".tmp-" not in p.name] == [
+    assert [p.name for p in (tmp_path / "cache").iterdir() if ".tmp-" not in p.name and ".new-" not in p.name] == [
         cold.build["builds"][0]["key"]]
