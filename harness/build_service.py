@@ -122,8 +122,9 @@ class BuildService:
         except (OSError, ValueError, KeyError, TypeError):
             return None
         record.update(cache_hit=True, binary=str(binary), sha256=manifest["sha256"],
-                      log=_read(folder / LOG_NAME)[-20000:], resources=manifest.get("resources"),
-                      skipped=manifest.get("skipped"))
+                      log=_read(folder / LOG_NAME)[-20000:], resources=manifest.get("resources") or [])
+        if manifest.get("skipped"):
+            record["skipped"] = manifest["skipped"]
         return {"ok": True, "folder": str(folder), **manifest}
 
     def _build(self, kind: str, key: str, arguments: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -172,8 +173,9 @@ class BuildService:
             if cached:
                 return cached
             return {"ok": False, "error": "the build cache entry could not be written"}
-        record.update(binary=str(final / binary_name), sha256=manifest["sha256"], resources=manifest["resources"],
-                      skipped=manifest["skipped"])
+        record.update(binary=str(final / binary_name), sha256=manifest["sha256"], resources=manifest["resources"] or [])
+        if manifest["skipped"]:
+            record["skipped"] = manifest["skipped"]
         return {"ok": True, "folder": str(final), **manifest}
 
 

@@ -29,7 +29,8 @@ class ChildStopped(Exception):
 
 def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
     folders = [word for folder in writable for word in ("--writable", str(folder))]
-    return [sys.executable, "-m", "harness.jail", *folders, "--", *command]
+    launcher = Path(__file__).with_name("jail.py")  # run as a script: the launcher imports nothing of ours
+    return [sys.executable, str(launcher), *folders, "--", *command]
 
 
 class ChildSession:
@@ -143,7 +144,7 @@ class ChildSession:
         try:
             import psutil
 
-            from harness.jail import containment_facts  # imported here: `python -m harness.jail` must not pre-import it
+            from harness.jail import containment_facts
 
             inner = psutil.Process(self.proc.pid).children()
             return containment_facts(inner[0].pid if inner else self.proc.pid)
