@@ -130,7 +130,8 @@ class Timing:
                 return False
             trial, recipe = calls[call]
             expected = self._expected(trial, recipe)
-            result = compare_trial(self.reference.trial_seeds[trial], expected, output, self.policy)
+            scale = self.reference.scale(trial)
+            result = compare_trial(self.reference.trial_seeds[trial], expected, output, self.policy, scale)
             if not result.passed:
                 self.run.failures.append(f"[timed-check] timed call {batch_index * len(calls) + call} (fresh "
                                          f"inputs) returned a wrong result: {result.message}")
