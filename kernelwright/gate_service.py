@@ -62,6 +62,31 @@ def _tampering(row: CandidateRow) -> list[str]:
     return found
 
 
+NOISE_BAND = 1.25  # a stored speedup this far above the re-measured interval's top cannot be reproduced
+
+
+def _stored_speedup(sessions: object, candidate_id: int, device: str) -> float | None:
+    """The best speedup the store holds for this candidate on this device (what `runs best` would show)."""
+    from sqlalchemy import func
+
+    with sessions() as session:  # type: ignore[operator]
+        query = select(func.max(EvaluationRow.speedup)).where(
+            EvaluationRow.candidate_id == candidate_id, EvaluationRow.verdict == "accepted",
+            EvaluationRow.device == device)
+        return session.scalar(query)
+
+
+def speedup_not_reproduced(stored: float | None, evaluation: object) -> str | None:
+    """A reason when the stored speedup is outside what a fresh measurement supports, else None."""
+    interval = getattr(evaluation, "speedup_ci", None)
+    if stored is None or not interval or getattr(evaluation, "verdict", None) != "accepted":
+        return None
+    if stored > interval[1] * NOISE_BAND:
+        return (f"[speedup] the store says {stored:.2f}x; re-measured {evaluation.speedup:.2f}x (95% interval "  # type: ignore[attr-defined]
+                f"{interval[0]:.2f}-{interval[1]:.2f}x): the stored speedup cannot be reproduced")
+    return None
+
+
 def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str | None = None,
                problem_filter: str | None = None, progress: Progress | None = None) -> list[GateResult]:
     rows = _stored_candidates(db_url, run_id, problem_filter)
@@ -77,10 +102,13 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
         if tampered:
             results.append(GateResult(problem.key, f"candidate {row.id}", "tampered", reasons=tampered))
             continue
+        stored = _stored_speedup(sessions, row.id, device)
         evaluation = evaluate(problem, row.source, device, policy)
         record_evaluation(sessions, problem, row.source, evaluation, origin=f"gate of candidate {row.id}")
-        results.append(GateResult(problem.key, f"candidate {row.id}", evaluation.verdict.value, evaluation.speedup,
-                                  evaluation.reasons))
+        unreproduced = speedup_not_reproduced(stored, evaluation)
+        verdict = "unreproduced" if unreproduced else evaluation.verdict.value
+        results.append(GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
+                                  ([unreproduced] if unreproduced else []) + evaluation.reasons))
     return results
 
 

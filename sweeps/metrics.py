@@ -1,7 +1,9 @@
 """KernelBench's metrics over a sweep, with every failure counted, never dropped.
 
 fast_p = fraction of *all* problems whose kernel is accepted and faster than p (fast_0 is the correctness rate);
-the geometric-mean speedup is over accepted kernels only, and says so.
+the geometric-mean speedup is over accepted kernels only, and says so. Problems whose kernel is `degenerate`
+(correct on a problem whose canaries pass: correctness there proves nothing) are counted apart and left out of
+every rate, fast_p and the geomean.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 
 def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """`results`: one dict per problem with `level`, `verdict` (or a failure status) and `speedup`."""
-    rows = list(results)
+    everything = list(results)
+    rows = [r for r in everything if r.get("verdict") != "degenerate"]
     accepted = [r for r in rows if r.get("verdict") == "accepted" and r.get("speedup")]
     speedups = [float(r["speedup"]) for r in accepted]
     total = len(rows)
     return {
         "problems": total,
+        "degenerate": len(everything) - total,
         "correct": len(accepted),
         "correctness_rate": len(accepted) / total if total else 0.0,
         "fast_p": {f"{p:g}": (sum(s > p for s in speedups) / total if total else 0.0) for p in FAST_P},

@@ -86,3 +86,14 @@ def test_gate_over_a_folder_of_solutions(tmp_path: Path) -> None:
 def test_gate_with_nothing_to_verify_is_a_usage_error(tmp_path: Path) -> None:
     result = _gate("--db", f"sqlite:///{tmp_path / 'empty.db'}")
     assert result.returncode == 2 and "nothing to verify" in result.stderr
+
+
+def test_a_forged_speedup_is_not_reproduced() -> None:
+    from types import SimpleNamespace
+
+    from kernelwright.gate_service import speedup_not_reproduced
+
+    measured = SimpleNamespace(verdict="accepted", speedup=1.02, speedup_ci=(0.98, 1.06))
+    assert "[speedup]" in speedup_not_reproduced(9.1, measured)  # a row inserted with a better number
+    assert speedup_not_reproduced(1.2, measured) is None  # inside the noise band
+    assert speedup_not_reproduced(None, measured) is None

@@ -30,3 +30,13 @@ def test_per_level_and_all() -> None:
 def test_empty_sweep() -> None:
     m = summarize([])
     assert m["problems"] == 0 and m["geomean_speedup_correct"] is None and m["fast_p"]["1"] == 0.0
+
+
+def test_degenerate_problems_are_counted_apart() -> None:
+    from sweeps.metrics import summarize
+
+    rows = [{"verdict": "accepted", "speedup": 2.0}, {"verdict": "degenerate", "speedup": None},
+            {"verdict": "incorrect", "speedup": None}]
+    summary = summarize(rows)
+    assert summary["problems"] == 2 and summary["degenerate"] == 1
+    assert summary["fast_p"]["1"] == 0.5 and summary["geomean_speedup_correct"] == 2.0
