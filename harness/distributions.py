@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky", "large")
-SCALED = ("large",)  # absolute tolerances on these trials scale with the output's size (see ReferenceRun.scales)
 
 
 def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:

@@ -332,8 +332,7 @@ def _judge_outputs(evaluation: Evaluation, scratch: Path, reference: ReferenceRu
     failures = []
     for index, (seed, expected, got) in enumerate(zip(reference.trial_seeds, reference.outputs, outputs)):
         calls = got if isinstance(got, list) and got else [got]
-        scale = reference.scale(index)
-        results = [compare_trial(seed, expected, call, policy, scale) for call in calls]
+        results = [compare_trial(seed, expected, call, policy) for call in calls]
         trial = next((r for r in results if not r.passed), results[0])
         trial.distribution = reference.distributions[index]
         evaluation.trials.append(trial)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.distributions import DISTRIBUTIONS, SCALED, apply_distribution
+from harness.distributions import DISTRIBUTIONS, apply_distribution
 from harness.modules import module_from_file
 from harness.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
@@ -26,21 +26,6 @@ class ReferenceRun:
     notes: list[str] = field(default_factory=list)
     mutates_inputs: bool = False  # the reference itself writes into its inputs
     model: Any = None  # the reference model on the device, for the references of timed calls
-
-    def scale(self, trial: int) -> float:
-        """How much larger this trial's outputs are than the problem's own (rms ratio, at least 1) on scaled
-        distributions: rounding errors grow with it (a matmul of inputs x100 has outputs x10^4)."""
-        if self.distributions[trial] not in SCALED:
-            return 1.0
-        return max(1.0, _rms(self.outputs[trial]) / max(_rms(self.outputs[0]), 1e-30))
-
-
-def _rms(output: Any) -> float:
-    import torch
-
-    values = [t.double().pow(2).mean() for t in (output if isinstance(output, list) else [output])
-              if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()]
-    return float(torch.stack(values).mean().sqrt()) if values else 1.0
 
 
 def load_problem_module(problem: Problem) -> Any:
