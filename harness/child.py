@@ -287,7 +287,8 @@ class Child:
             raise CandidateFailure("compile_error", str(exc)) from None
         except Exception:  # it may need a GPU to construct: what it built so far is what we judge
             pass
-        return {"status": "compiled" if self.builder.builds else "no_cuda_build"}
+        self.result["status"] = "compiled" if self.builder.builds else "no_cuda_build"
+        return {"status": self.result["status"]}
 
     # -- correctness -----------------------------------------------------------------------------------------
 

@@ -200,7 +200,10 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
               reference: ReferenceRun | None, policy: EvalPolicy, job: J.ChildJob, scratch: Path,
               say: Progress) -> None:
     """load -> correctness -> knock-out -> timing (against the reference's own child) -> finish."""
-    if _failed(session.request({"cmd": "load"}), run) or reference is None:
+    if _failed(session.request({"cmd": "load"}), run):
+        return
+    if reference is None:  # compile-only: nothing runs
+        _failed(session.request({"cmd": "finish"}), run)
         return
     if _failed(session.request({"cmd": "correctness"}), run):
         return
@@ -248,6 +251,10 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         return
     assert result is not None
     if _rejected_after_build(evaluation, builds, policy):
+        return
+    if result.status == "compiled" and not any(b.get("cuda") for b in builds):
+        evaluation.verdict = Verdict.REJECTED
+        evaluation.reasons.insert(0, "compile-only CUDA device: the candidate built no CUDA sources")
         return
     if result.status == "compiled":
         evaluation.verdict = Verdict.COMPILED
