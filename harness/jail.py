@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -85,7 +86,10 @@ def main(argv: list[str]) -> int:
         finally:
             os._exit(127)
     _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    if os.WIFSIGNALED(status):  # die of the same signal, so the parent can name it (SIGSEGV, SIGKILL...)
+        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
+        os.kill(os.getpid(), os.WTERMSIG(status))
+    return os.waitstatus_to_exitcode(status)
 
 
 def containment_facts(pid: int) -> dict[str, str]:
