@@ -46,9 +46,11 @@ def main() -> None:
             print(f"{problem.key:<32} {side:<9} " + " ".join(f"{phases[p]:>10.3f}s" for p in PHASES))
     plain, hardened = sum(totals["plain"]), sum(totals["hardened"])
     print(f"\nall problems: plain {plain:.2f} s, hardened {hardened:.2f} s, hardened / plain = {hardened / plain:.2f}x")
-    print("plain = 3 trials of the problem's own inputs, one candidate call each, no integrity checks; hardened = "
-          "4 trials over 4 distributions, candidate called before and after the reference into poisoned memory, "
-          "mutation/aliasing/fingerprint/identity/thread checks, secret spot checks of timed calls, canaries.")
+    print("Both sides run the sealed pipeline (jailed children, reference timed in its own process on the parent's "
+          "clock, fresh inputs per timed call). plain = 3 trials of the problem's own inputs, one candidate call "
+          "each, no integrity checks, no timed-output checks; hardened = 5 trials over 5 distributions, candidate "
+          "called before and after the reference into poisoned memory, mutation/aliasing/fingerprint/identity/"
+          "thread checks, knock-out run, 300 timed outputs checked with post-timer probes, canaries.")
 
 
 if __name__ == "__main__":
