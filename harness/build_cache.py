@@ -105,6 +105,16 @@ def _poison(value: Any) -> None:
             _poison(item)
 
 
+class CompiledOnly:
+    """Stands in for the extension module: the kernel built, but nothing can run without a GPU."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise RuntimeError(f"compile-only device: {self._name}.{attribute} cannot run without a GPU")
+
+
 class RemoteBuilder:
     """Stands in for torch's `load_inline` and `load` inside the child: every build is a request to the parent,
     which answers with a verified binary in the (read-only) cache; the child only imports it."""
@@ -143,8 +153,6 @@ class RemoteBuilder:
         if not reply.get("ok"):
             raise BuildFailed(str(reply.get("error") or "the build failed"))
         if self.compile_only:
-            from harness.cuda_compile import CompiledOnly
-
             return CompiledOnly(str(reply.get("name")))
         folder = Path(str(reply["folder"]))
         binary = folder / str(reply["binary"])

@@ -22,16 +22,6 @@ _IMPLICIT_HEADERS = ["#include <torch/types.h>", "#include <cuda.h>", "#include 
 _MISSING_LIBRARY_HEADER = ("cublas", "cusparse", "cusolver", "cudnn", "nccl")
 
 
-class CompiledOnly:
-    """Stands in for the extension module: the kernel built, but nothing can run without a GPU."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __getattr__(self, attribute: str) -> Any:
-        raise RuntimeError(f"compile-only device: {self._name}.{attribute} cannot run without a GPU")
-
-
 def nvcc_command(source: Path, output: Path, arch: str, extra_flags: list[str], include_paths: list[str]) -> list[str]:
     import torch.utils.cpp_extension as cpp
 

@@ -6,6 +6,8 @@ import ast
 import re
 from typing import Any, Iterable
 
+from harness.findings import Finding
+
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRING_LITERALS = re.compile(r'"(?:\\.|[^"\\\n])*"')
 
@@ -78,8 +80,6 @@ def _line_of(code: str, position: int) -> str:
 
 def scan_cpp(code: str, strict: bool) -> list[Any]:
     """Findings for C++/CUDA text. Attacks on the harness are fatal; library compute is fatal only if strict."""
-    from harness.static_check import Finding
-
     flags_and_code = code
     code = strip_comments(code)
     findings: list[Finding] = []

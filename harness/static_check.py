@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from harness.findings import Finding
 from harness.policy import EvalPolicy
 from harness.source_scan import scan_cpp, string_constants
 
@@ -70,18 +71,6 @@ _TENSOR_COMPUTE = {"sum", "mean", "exp", "log", "sqrt", "rsqrt", "pow", "matmul"
                    "norm", "var", "std", "prod", "addmm", "baddbmm", "einsum", "where", "masked_fill", "sort",
                    "topk", "gelu", "erf", "reciprocal", "square", "conv2d", "linear", "relu_", "exp_", "sign"}
 _ARITHMETIC = (ast.Mult, ast.Add, ast.Sub, ast.Div, ast.Pow, ast.FloorDiv, ast.Mod)
-
-
-@dataclass
-class Finding:
-    check: str  # a stable name: tests and the judge model key on it
-    message: str
-    line: int | None = None
-    fatal: bool = True
-
-    def render(self) -> str:
-        where = f" (line {self.line})" if self.line else ""
-        return f"[{self.check}] {self.message}{where}"
 
 
 @dataclass
