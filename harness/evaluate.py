@@ -27,6 +27,7 @@ from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
 from harness.timed_calls import Timing, TimedRun, TimingProtocolError
 from harness.timing import speedup_interval, summarize
+from harness.timing_slot import timing_slot
 from harness.verdicts import child_failure, integrity_failures, read_events
 from kernelbench.problem import Problem, ProblemError
 
@@ -212,7 +213,9 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
     if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing and not run.degenerate and not run.failure:
         say("timing reference and candidate, each in its own process")
-        run.timed = _time_both(session, reference, policy, job, problem, scratch)
+        with timing_slot(job.device) as waited:
+            evaluation.phase_seconds["timing_wait"] = waited
+            run.timed = _time_both(session, reference, policy, job, problem, scratch)
     if not run.failure:
         _failed(session.request({"cmd": "finish"}), run)
 
