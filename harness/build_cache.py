@@ -14,14 +14,14 @@ import importlib.util
 import inspect
 import json
 import os
-import shutil
 import sys
-import time
 import types
 from pathlib import Path
 from typing import Any, Callable
 
 LOG_NAME = "build.log"
+REQUEST = "request.json"  # what the parent asks the build process to build
+STATUS = "status.json"  # what the build process answers
 
 
 class BuildFailed(RuntimeError):
@@ -174,17 +174,3 @@ def _import_built(name: str, library: Path, is_python_module: bool) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> None:
-    """Drop unfinished build folders left by killed evaluations."""
-    if not cache_root.is_dir():
-        return
-    now = time.time()
-    for pattern in ("*.tmp-*", "*.new-*"):
-        for entry in cache_root.glob(pattern):
-            try:
-                if now - entry.stat().st_mtime > older_than_s:
-                    shutil.rmtree(entry, ignore_errors=True)
-            except OSError:
-                continue

@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.build_cache import LOG_NAME, StdoutToFile
+from harness.build_cache import LOG_NAME, REQUEST, STATUS, StdoutToFile
 
 
 def _native(work: Path, kind: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -29,14 +29,12 @@ def _native(work: Path, kind: str, name: str, arguments: dict[str, Any]) -> dict
         arguments["sources"] = paths
     with StdoutToFile(work / LOG_NAME):
         (cpp.load if kind == "load" else cpp.load_inline)(**arguments)
-    binary = work / "build" / f"{name}.so"
-    (work / f"{name}.so").write_bytes(binary.read_bytes())
-    return {"ok": True, "binary": f"{name}.so", "is_python_module": arguments.get("is_python_module", True)}
+    return {"ok": True, "binary": f"build/{name}.so", "is_python_module": arguments.get("is_python_module", True)}
 
 
 def main() -> None:
     work = Path(sys.argv[1])
-    request = json.loads((work / "request.json").read_text())
+    request = json.loads((work / REQUEST).read_text())
     try:
         if request["mode"].startswith("nvcc-compile-only"):
             from harness.cuda_compile import compile_only
@@ -48,7 +46,7 @@ def main() -> None:
         log = (work / LOG_NAME).read_text(errors="replace") if (work / LOG_NAME).exists() else ""
         status = {"ok": False, "error": f"{type(exc).__name__}: {exc}\n{log[-8000:]}"[:12000],
                   "trace": traceback.format_exc()[-2000:]}
-    (work / "status.json").write_text(json.dumps(status))
+    (work / STATUS).write_text(json.dumps(status))
 
 
 if __name__ == "__main__":

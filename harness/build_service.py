@@ -15,13 +15,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.build_cache import LOG_NAME, build_key
+from harness.build_cache import LOG_NAME, REQUEST, STATUS, build_key
 from harness.sandbox import Limits
 from harness.session import run_jailed
 
 MANIFEST = "MANIFEST.json"
-REQUEST = "request.json"
-STATUS = "status.json"
 _ALLOWED = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
             "extra_include_paths", "build_directory", "verbose", "with_cuda", "is_python_module", "sources",
             "with_pytorch_error_handling", "keep_intermediates", "use_pch", "no_implicit_headers", "is_standalone"}
@@ -91,6 +89,7 @@ class BuildService:
         self.cuda_arch = cuda_arch
         self.torch_version = torch.__version__
         self.records: list[dict[str, Any]] = []
+        remove_stale_builds(cache_root)  # work folders of builds whose parent was killed
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -108,6 +107,10 @@ class BuildService:
         started = time.perf_counter()
         reply = self._cached(key, record) or self._build(kind, key, arguments, record)
         record["seconds"] = time.perf_counter() - started
+        if reply.get("ok") and cuda and self.mode == "native":  # the judge reads the instruction mix
+            from harness.sass import sass_mix
+
+            record["sass"] = sass_mix(Path(record["binary"]))
         return reply
 
     def _cached(self, key: str, record: dict[str, Any]) -> dict[str, Any] | None:
@@ -121,11 +124,8 @@ class BuildService:
                 return None
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        record.update(cache_hit=True, binary=str(binary), sha256=manifest["sha256"],
-                      log=_read(folder / LOG_NAME)[-20000:], resources=manifest.get("resources") or [])
-        if manifest.get("skipped"):
-            record["skipped"] = manifest["skipped"]
-        return {"ok": True, "folder": str(folder), **manifest}
+        record.update(cache_hit=True, log=_read(folder / LOG_NAME)[-20000:])
+        return _served(record, folder, manifest)
 
     def _build(self, kind: str, key: str, arguments: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         self.cache_root.mkdir(parents=True, exist_ok=True)
@@ -151,15 +151,17 @@ class BuildService:
             shutil.rmtree(work, ignore_errors=True)
 
     def _promote(self, work: Path, key: str, name: str, status: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
-        """Copy the binary (a regular file, never a link) and the log into a fresh cache entry with a manifest."""
-        binary_name = str(status.get("binary", ""))
-        source = work / binary_name
-        if "/" in binary_name or not source.is_file() or source.is_symlink():
+        """Copy the binary (a regular file inside the work folder, never a link) and the log into a fresh cache
+        entry with a manifest."""
+        source = work / str(status.get("binary", ""))
+        if source.is_symlink() or not source.is_file() or not source.resolve().is_relative_to(work.resolve()):
             return {"ok": False, "error": "the build produced no binary"}
+        binary_name = source.name
         entry = self.cache_root / f"{key}.new-{uuid.uuid4().hex[:8]}"
         entry.mkdir()
         shutil.copyfile(source, entry / binary_name)
-        shutil.copyfile(work / LOG_NAME, entry / LOG_NAME) if (work / LOG_NAME).is_file() else None
+        if (work / LOG_NAME).is_file():
+            shutil.copyfile(work / LOG_NAME, entry / LOG_NAME)
         manifest = {"name": name, "binary": binary_name, "sha256": sha256_of(entry / binary_name),
                     "is_python_module": bool(status.get("is_python_module", True)),
                     "resources": status.get("resources"), "skipped": status.get("skipped")}
@@ -173,10 +175,30 @@ class BuildService:
             if cached:
                 return cached
             return {"ok": False, "error": "the build cache entry could not be written"}
-        record.update(binary=str(final / binary_name), sha256=manifest["sha256"], resources=manifest["resources"] or [])
-        if manifest["skipped"]:
-            record["skipped"] = manifest["skipped"]
-        return {"ok": True, "folder": str(final), **manifest}
+        return _served(record, final, manifest)
+
+
+def _served(record: dict[str, Any], folder: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Note a verified entry in the parent's record and answer the child with it."""
+    record.update(binary=str(folder / manifest["binary"]), sha256=manifest["sha256"],
+                  resources=manifest.get("resources") or [])
+    if manifest.get("skipped"):
+        record["skipped"] = manifest["skipped"]
+    return {"ok": True, "folder": str(folder), **manifest}
+
+
+def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> None:
+    """Drop unfinished build folders left by killed evaluations."""
+    if not cache_root.is_dir():
+        return
+    now = time.time()
+    for pattern in ("*.tmp-*", "*.new-*"):
+        for entry in cache_root.glob(pattern):
+            try:
+                if now - entry.stat().st_mtime > older_than_s:
+                    shutil.rmtree(entry, ignore_errors=True)
+            except OSError:
+                continue
 
 
 def _status(work: Path) -> dict[str, Any]:

@@ -84,8 +84,11 @@ class ParentEnd:
         return self.take()
 
     def close(self) -> None:
+        """Idempotent: a second close must never hit a descriptor number another thread has reused."""
         for fd in (self.write_fd, self.read_fd):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        self.write_fd = self.read_fd = -1

@@ -246,7 +246,8 @@ class Child:
         self.payload: dict[str, Any] = {}
         self.staged: list[list[Any]] = []
         self.outputs: list[Any] = []
-        self.timer: Any = None
+        self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage`
+        self.flush: Callable[[], None] = lambda: None
         self.kernel_calls = {"correctness": 0, "timed": 0}
 
     # -- loading ---------------------------------------------------------------------------------------------
@@ -328,15 +329,19 @@ class Child:
         """Fresh input sets for the next batch, made before the parent's clock starts."""
         from harness.fresh_inputs import fresh_inputs, make_pools
 
-        if not hasattr(self, "pools"):
+        if self.pools is None:
             self.pools = make_pools(self.payload["trials"][0]["inputs"], self.job.pool_seed)
-            self.timer = make_flusher(self.job.device)
+            self.flush = make_flusher(self.job.device)
             self.threads.setdefault("after_correctness", thread_state())
+            if self.job.device == "cuda":
+                from harness.nvml import snapshot
+
+                self.result["telemetry"] = {"before": snapshot()}
             self.events.write(phase="timing")
         self.staged = [fresh_inputs(self.payload["trials"][trial]["inputs"], self.pools, recipe, self.job.device)
                        for trial, recipe in command["calls"]]
         self.outputs = []
-        self.timer()
+        self.flush()
         return {"staged": len(self.staged)}
 
     def do_go(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -374,10 +379,10 @@ class Child:
             self.threads["after_timing"] = thread_state()
             _note_replacements(self.identities, self.integrity, "the timed calls")
         self.result["kernel_calls"] = dict(self.kernel_calls, wrapped_functions=self.switch.wrapped)
-        if self.job.device == "cuda":
+        if "telemetry" in self.result:
             from harness.nvml import snapshot
 
-            self.result["telemetry"] = {"after": snapshot()}
+            self.result["telemetry"]["after"] = snapshot()
         _write_result(self.scratch, self.result)
         return {"status": "finished"}
 

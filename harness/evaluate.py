@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from harness.scratch import read_result, save_inputs, scratch_folder
 from harness.session import ChildSession, ChildStopped
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
-from harness.timed_calls import Timing, TimedRun, TimingProtocolError
+from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.timing import speedup_interval, summarize
 from harness.timing_slot import timing_slot
 from harness.verdicts import child_failure, integrity_failures, read_events
@@ -133,8 +132,7 @@ def _job(device: str, policy: EvalPolicy) -> J.ChildJob:
 
 def limits_for(device: str, policy: EvalPolicy) -> Limits:
     return Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
-                  address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads,
-                  build_budget_s=policy.build_timeout_s)
+                  address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
 
 
 def build_service(device: str, policy: EvalPolicy) -> BuildService:
@@ -213,16 +211,19 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
     if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing and not run.degenerate and not run.failure:
         say("timing reference and candidate, each in its own process")
-        with timing_slot(job.device) as waited:
-            evaluation.phase_seconds["timing_wait"] = waited
+        try:
             run.timed = _time_both(session, reference, policy, job, problem, scratch)
+            evaluation.phase_seconds["timing_wait"] = run.timed.slot_wait_s
+        except ChildFailed as failed:  # the candidate's forward raised while being timed
+            run.failure = failed.reply
     if not run.failure:
         _failed(session.request({"cmd": "finish"}), run)
 
 
 def _time_both(session: ChildSession, reference: ReferenceRun, policy: EvalPolicy, job: J.ChildJob,
                problem: Problem, scratch: Path) -> TimedRun:
-    """The reference's timing child gets its own scratch folder: it never sees candidate code or files."""
+    """The reference's timing child gets its own scratch folder: it never sees candidate code or files. It
+    starts and loads before the device's timing slot is taken, so the slot only covers the measurement."""
     with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
         save_inputs(ref_scratch, reference)
         ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference")
@@ -230,10 +231,16 @@ def _time_both(session: ChildSession, reference: ReferenceRun, policy: EvalPolic
         try:
             if "failed" in ref.request({"cmd": "load"}):
                 raise ProblemError("the reference failed to load in its timing process")
-            return timing.measure()
+            with timing_slot(job.device) as waited:
+                timing.run.slot_wait_s = waited
+                return timing.measure()
         except TimingProtocolError as exc:
             timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
             return timing.run
+        except ChildFailed as failed:
+            if failed.reference:
+                raise ProblemError(f"the reference failed while being timed: {failed}") from None
+            raise
         except ChildStopped:
             if ref.stopped and not session.stopped:
                 raise ProblemError(f"the reference's timing process stopped ({ref.stopped})") from None

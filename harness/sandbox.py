@@ -7,10 +7,7 @@ import os
 import re
 import resource
 import signal
-import subprocess
 import sys
-import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +31,6 @@ class Limits:
     cpu_threads: int = 1
     max_file_mb: int = 4096
     max_processes: int = 256
-    build_budget_s: float = 0.0  # CPU-time allowance for builds the child waits on (they run elsewhere)
 
 
 @dataclass
@@ -78,7 +74,7 @@ def _limit_resources(limits: Limits) -> None:
     mb = 1024 * 1024
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_mb * mb, limits.max_file_mb * mb))
-    cpu_seconds = int((limits.timeout_s + limits.build_budget_s) * max(2, limits.cpu_threads + 1)) + 30
+    cpu_seconds = int(limits.timeout_s * max(2, limits.cpu_threads + 1)) + 30  # waiting on a build costs no CPU
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
     if limits.address_space_limit:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))

@@ -33,6 +33,47 @@ def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
     return [sys.executable, str(launcher), *folders, "--", *command]
 
 
+class _Jailed:
+    """A process started in the jail with its own cgroups and token; `finish` kills whatever it left behind."""
+
+    def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
+                 pass_fds: tuple[int, ...] = ()) -> None:
+        self.limits = limits
+        self.token = uuid.uuid4().hex
+        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes)
+        self.outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=self.group.describe())
+        self.started = time.monotonic()
+        self.log = open(log, "ab")
+        self.proc = subprocess.Popen(
+            jailed_command([folder], command), cwd=folder, stdin=subprocess.DEVNULL, stdout=self.log,
+            stderr=subprocess.STDOUT, env=child_environment(folder, limits.cpu_threads, self.token),
+            start_new_session=True, preexec_fn=lambda: _preexec(limits, self.group), close_fds=True,
+            pass_fds=pass_fds)
+
+    def over_memory(self) -> bool:
+        rss = _tree_rss_mb(self.proc.pid)
+        self.outcome.peak_rss_mb = max(self.outcome.peak_rss_mb, rss)
+        return rss > self.limits.memory_mb or self.group.hit_memory_limit()
+
+    def finish(self, grace_s: float) -> ChildOutcome:
+        """Give the process `grace_s` to exit, kill its tree and cgroup, collect the exit status. Idempotent."""
+        if self.outcome.wall_s:
+            return self.outcome
+        try:
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            self.outcome.killed_pids = self.group.kill_all() + kill_tree(self.proc.pid, self.token)
+            self.outcome.returncode = self.proc.wait()
+            self.outcome.memory_exceeded |= self.group.hit_memory_limit()
+        finally:
+            self.outcome.wall_s = time.monotonic() - self.started
+            self.log.close()
+            self.group.remove()
+        return self.outcome
+
+
 class ChildSession:
     """One jailed `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` and the conversation with it."""
 
@@ -40,22 +81,13 @@ class ChildSession:
                  prefix: list[str] | None = None) -> None:
         self.limits = limits
         self.on_build = on_build
-        self.outcome = ChildOutcome(returncode=None, wall_s=0.0)
-        self.token = uuid.uuid4().hex
-        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes)
-        self.outcome.containment = self.group.describe()
-        self.started = time.monotonic()
         self.paused_s = 0.0  # time spent building for the child: not on its run clock
         self.stopped: str | None = None
         cmd_r, cmd_w = os.pipe()
         msg_r, msg_w = os.pipe()
         command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
-        self.log = open(scratch / "child.log", "ab")
-        self.proc = subprocess.Popen(
-            jailed_command([scratch], command), cwd=scratch, stdin=subprocess.DEVNULL, stdout=self.log,
-            stderr=subprocess.STDOUT, env=child_environment(scratch, limits.cpu_threads, self.token),
-            start_new_session=True, preexec_fn=lambda: _preexec(limits, self.group), close_fds=True,
-            pass_fds=(cmd_r, msg_w))
+        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w))
+        self.proc, self.outcome, self.started = self.jailed.proc, self.jailed.outcome, self.jailed.started
         os.close(cmd_r)
         os.close(msg_w)
         self.channel = ParentEnd(cmd_w, msg_r)
@@ -79,9 +111,7 @@ class ChildSession:
     def _watch(self) -> None:
         if self.run_seconds() > self.limits.timeout_s:
             raise self._stop("timeout")
-        rss = _tree_rss_mb(self.proc.pid)
-        self.outcome.peak_rss_mb = max(self.outcome.peak_rss_mb, rss)
-        if rss > self.limits.memory_mb or self.group.hit_memory_limit():
+        if self.jailed.over_memory():
             raise self._stop("memory")
         if self.proc.poll() is not None:
             raise self._stop("exited")
@@ -97,13 +127,9 @@ class ChildSession:
                 if not self.channel.ready(_POLL_S):
                     self._watch()
                     continue
-                message = self.channel.take()
-                if "build" not in message:
-                    if "hello" in message:
-                        self.outcome.containment.update(self._facts())
-                        continue
+                message = self._handled(self.channel.take())
+                if message is not None:
                     return message
-                self._serve_build(message["build"])
         except ChannelClosed as exc:
             self.proc.poll()
             raise self._stop(f"closed: {exc}") from None
@@ -130,6 +156,16 @@ class ChildSession:
         if reply is None:
             raise self._stop("timeout")
         return elapsed, reply
+
+    def _handled(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Serve what the child says on its own (hello, build requests); return anything else."""
+        if "hello" in message:
+            self.outcome.containment.update(self._facts())
+        elif "build" in message:
+            self._serve_build(message["build"])
+        else:
+            return message
+        return None
 
     def _serve_build(self, request: Any) -> None:
         began = time.monotonic()
@@ -158,11 +194,7 @@ class ChildSession:
         try:
             while self.proc.poll() is None:
                 if self.channel.ready(_POLL_S):
-                    message = self.channel.take()
-                    if "build" in message:
-                        self._serve_build(message["build"])
-                    elif "hello" in message:
-                        self.outcome.containment.update(self._facts())
+                    self._handled(self.channel.take())  # a batch child only speaks to ask for builds
                     continue
                 self._watch()
         except (ChannelClosed, ChildStopped):
@@ -170,22 +202,9 @@ class ChildSession:
 
     def close(self) -> ChildOutcome:
         """Kill whatever is left (descendants, escaped forks), collect the exit status. Safe to call twice."""
-        if self.outcome.wall_s:
-            return self.outcome
-        try:
-            try:  # a child that answered `finish` exits on its own at once; anything left after that is killed
-                self.proc.wait(timeout=2 if not self.stopped else 0.01)
-            except subprocess.TimeoutExpired:
-                pass
-            self.outcome.killed_pids = self.group.kill_all() + kill_tree(self.proc.pid, self.token)
-            self.outcome.returncode = self.proc.wait()
-            self.outcome.memory_exceeded |= self.group.hit_memory_limit()
-        finally:
-            self.outcome.wall_s = time.monotonic() - self.started
-            self.channel.close()
-            self.log.close()
-            self.group.remove()
-        return self.outcome
+        self.channel.close()
+        # a child that answered `finish` exits on its own at once; anything left after that is killed
+        return self.jailed.finish(grace_s=2 if not self.stopped else 0.01)
 
 
 def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
@@ -201,29 +220,13 @@ def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
 
 def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome:
     """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock."""
-    token = uuid.uuid4().hex
-    group = ControlGroup.create(token, limits.memory_mb, limits.max_processes)
-    outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=group.describe())
-    started = time.monotonic()
-    with open(folder / "process.log", "ab") as log:
-        proc = subprocess.Popen(jailed_command([folder], command), cwd=folder, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, env=child_environment(folder, limits.cpu_threads, token),
-                                start_new_session=True, preexec_fn=lambda: _preexec(limits, group), close_fds=True)
-        try:
-            while proc.poll() is None:
-                if time.monotonic() - started > limits.timeout_s:
-                    outcome.timed_out = True
-                    break
-                rss = _tree_rss_mb(proc.pid)
-                outcome.peak_rss_mb = max(outcome.peak_rss_mb, rss)
-                if rss > limits.memory_mb:
-                    outcome.memory_exceeded = True
-                    break
-                time.sleep(_POLL_S)
-        finally:
-            outcome.killed_pids = group.kill_all() + kill_tree(proc.pid, token)
-            outcome.returncode = proc.wait()
-            outcome.memory_exceeded |= group.hit_memory_limit()
-            outcome.wall_s = time.monotonic() - started
-            group.remove()
-    return outcome
+    jailed = _Jailed(command, folder, limits, folder / "process.log")
+    while jailed.proc.poll() is None:
+        if time.monotonic() - jailed.started > limits.timeout_s:
+            jailed.outcome.timed_out = True
+            break
+        if jailed.over_memory():
+            jailed.outcome.memory_exceeded = True
+            break
+        time.sleep(_POLL_S)
+    return jailed.finish(grace_s=0)

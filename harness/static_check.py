@@ -26,7 +26,7 @@ _FORBIDDEN_MODULES = {
     "sys": None,  # allowed, but see _FORBIDDEN_ATTRIBUTES
     "harness": "the harness", "kernelwright": "the harness", "kernelbench": "the harness", "store": "the store",
     "sqlite3": "databases", "sqlalchemy": "databases", "__main__": "the harness", "kernelwright_problem":
-    "the problem module", "torch._C": None, "mmap": "raw memory access", "resource": "process limits",
+    "the problem module", "mmap": "raw memory access", "resource": "process limits",
 }
 # names that can only refer to the harness's or the problem's own module objects
 _HARNESS_NAMES = ("kernelwright_problem", "kernelwright_candidate", "harness.", "__main__")

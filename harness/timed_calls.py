@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.compare import compare_trial
 from harness.fresh_inputs import draw_recipe, fresh_inputs, make_pools
+from harness.integrity import flatten
 from harness.policy import EvalPolicy
 from harness.reference import ReferenceRun
 from harness.session import ChildSession
@@ -36,22 +37,34 @@ class TimedRun:
     checked_calls: int = 0
     total_calls: int = 0
     failures: list[str] = field(default_factory=list)  # `[check] reason`, decisive
+    slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
 
 
 class TimingProtocolError(Exception):
     """A child answered a timing command with something other than what was asked: its failure."""
 
 
-def _expect(reply: dict[str, Any], key: str, session: ChildSession) -> Any:
+class ChildFailed(Exception):
+    """A child reported its own failure (the candidate's forward raised while being timed, say)."""
+
+    def __init__(self, reply: dict[str, Any], reference: bool) -> None:
+        super().__init__(str(reply.get("message", ""))[:200])
+        self.reply = reply
+        self.reference = reference
+
+
+def _expect(reply: dict[str, Any], key: str, reference: bool = False) -> Any:
+    if "failed" in reply:
+        raise ChildFailed(reply, reference)
     if key not in reply:
-        raise TimingProtocolError(reply.get("message") or f"unexpected reply {str(reply)[:200]}")
+        raise TimingProtocolError(f"unexpected reply {str(reply)[:200]}")
     return reply[key]
 
 
-def _batch_ms(session: ChildSession, calls: list[Any], overhead_ns: float) -> float:
-    _expect(session.request({"cmd": "stage", "calls": calls}), "staged", session)
+def _batch_ms(session: ChildSession, calls: list[Any], overhead_ns: float, reference: bool) -> float:
+    _expect(session.request({"cmd": "stage", "calls": calls}), "staged", reference)
     elapsed, reply = session.timed({"cmd": "go"})
-    if _expect(reply, "done", session) != len(calls):
+    if _expect(reply, "done", reference) != len(calls):
         raise TimingProtocolError("the child ran a different number of calls than staged")
     return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
 
@@ -84,12 +97,12 @@ class Timing:
                 for t in (self.rng.randrange(trials) for _ in range(count))]
 
     def measure(self) -> TimedRun:
-        _expect(self.ref.request({"cmd": "stage", "calls": []}), "staged", self.ref)
-        empty = sorted(self.ref.timed({"cmd": "go"})[0] for _ in range(15))
-        overhead = float(statistics.median(empty))
+        _expect(self.ref.request({"cmd": "stage", "calls": []}), "staged", reference=True)
+        overhead = float(statistics.median(self.ref.timed({"cmd": "go"})[0] for _ in range(15)))
         self.run.overhead_ms = overhead / 1e6
-        warm = {s: _batch_ms(s, self.recipes(self.policy.warmup_calls), overhead) for s in (self.ref, self.cand)}
-        output_bytes = _bytes([t for t in _flat(self.reference.outputs[0])])
+        warm = {s: _batch_ms(s, self.recipes(self.policy.warmup_calls), overhead, s is self.ref)
+                for s in (self.ref, self.cand)}
+        output_bytes = _bytes(flatten(self.reference.outputs[0]))
         batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand],
                                 _bytes(self.reference.trial_inputs[0]) + output_bytes)
         total = batch * batches
@@ -100,7 +113,7 @@ class Timing:
             calls = self.recipes(batch)
             order = (self.ref, self.cand) if index % 2 == 0 else (self.cand, self.ref)
             for session in order:
-                sample = _batch_ms(session, calls, overhead)
+                sample = _batch_ms(session, calls, overhead, session is self.ref)
                 (self.run.ref_ms if session is self.ref else self.run.candidate_ms).append(sample)
                 mine = [i for i in range(batch) if index * batch + i in checked]
                 if session is self.cand and mine and not self._check(index, calls, mine):
@@ -112,9 +125,9 @@ class Timing:
         import torch
 
         positions = [[self.rng.randrange(1 << 30) for _ in range(_PROBE_POSITIONS)] for _ in mine]
-        probed = _expect(self.cand.request({"cmd": "probe", "calls": mine, "positions": positions}), "values", self.cand)
+        probed = _expect(self.cand.request({"cmd": "probe", "calls": mine, "positions": positions}), "values")
         name = f"timed_{batch_index}.pt"
-        _expect(self.cand.request({"cmd": "outputs", "calls": mine, "file": name}), "status", self.cand)
+        _expect(self.cand.request({"cmd": "outputs", "calls": mine, "file": name}), "status")
         try:
             got = torch.load(self.scratch / name, weights_only=True)
             assert isinstance(got, list) and len(got) == len(mine)
@@ -145,14 +158,10 @@ class Timing:
             return portable(self.reference.model(*inputs))
 
 
-def _flat(value: Any) -> list[Any]:
-    return [x for item in value for x in _flat(item)] if isinstance(value, list) else [value]
-
-
 def _probe_differs(output: Any, positions: list[int], values: Any) -> bool:
     import torch
 
-    tensors = [t for t in _flat(output) if isinstance(t, torch.Tensor)]
+    tensors = [t for t in flatten(output) if isinstance(t, torch.Tensor)]
     if not isinstance(values, list) or len(values) != len(tensors):
         return True
     for tensor, seen in zip(tensors, values):

@@ -57,7 +57,25 @@ def test_cgroups_cannot_be_left(tmp_path: Path) -> None:
 
 
 def test_the_parent_records_what_held(tmp_path: Path) -> None:
-    from harness.jail import containment_facts
+    """Read from the kernel, for a live jailed process and for one that is not jailed (the test itself)."""
+    import subprocess
 
-    facts = containment_facts(os.getpid())  # the test process itself: nothing isolated from itself
-    assert facts["pid_namespace"].startswith("NOT") and facts["network"].startswith("NOT")
+    from harness.jail import containment_facts
+    from harness.session import jailed_command
+
+    work = tmp_path / "work"
+    work.mkdir()
+    launcher = subprocess.Popen(jailed_command([work], ["sleep", "30"]), cwd=work)
+    try:
+        deadline = time.monotonic() + 10
+        while not psutil.Process(launcher.pid).children() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # past the exec: the inner process is `sleep` now
+        jailed = containment_facts(psutil.Process(launcher.pid).children()[0].pid)
+    finally:
+        launcher.kill()
+        launcher.wait()
+    assert jailed == {"pid_namespace": "isolated", "mount_namespace": "isolated", "network": "isolated",
+                      "capabilities": "none", "file_system": "read-only except its scratch folder"}
+    mine = containment_facts(os.getpid())
+    assert mine["pid_namespace"].startswith("NOT") and mine["network"].startswith("NOT")

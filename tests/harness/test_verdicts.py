@@ -118,3 +118,12 @@ def test_cpp_error_is_a_compile_error_with_the_compiler_log() -> None:
     evaluation = _evaluate(broken)
     assert evaluation.verdict is Verdict.COMPILE_ERROR
     assert "undeclared_tensor" in evaluation.reasons[0] and "error" in evaluation.reasons[0]
+
+
+def test_forward_that_raises_while_timed_is_a_runtime_error() -> None:
+    """Correct while checked, then it raises in a timed batch: the candidate's failure, named as such."""
+    source = relu_variant("self.calls = getattr(self, 'calls', 0) + 1\nif self.calls > 14:\n"
+                          "    raise RuntimeError('kernel launch failed')\nreturn relu_ext.relu_forward(x)")
+    evaluation = _evaluate(source)
+    assert evaluation.verdict is Verdict.RUNTIME_ERROR, evaluation.reasons
+    assert "kernel launch failed" in evaluation.reasons[0]
