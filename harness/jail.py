@@ -1,9 +1,10 @@
-"""The jail every untrusted process starts in: `python -m harness.jail --writable DIR ... -- COMMAND...`.
+"""The jail every untrusted process starts in: `python jail.py --writable DIR ... --visible DIR ... -- COMMAND...`.
 
 The launcher unshares PID, mount and network namespaces and forks; its child becomes PID 1 of the new PID
 namespace (so every process the candidate starts, double forks included, dies with it), mounts a /proc that shows
 only that namespace (no ancestor's environment or memory is reachable), remounts every file system read-only except
-the given writable folders, /dev and fresh private /tmp and /dev/shm, drops every capability (it cannot remount,
+the given writable folders, /dev and fresh private /tmp and /dev/shm (where `--visible` folders that live under
+them, such as an interpreter or build cache in /tmp, are bound back read-only), drops every capability (it cannot remount,
 trace, or leave its cgroup) and execs COMMAND. Where the OS refuses a step the command still runs; the parent
 reads what actually holds from /proc and records it with the evaluation (see `containment_facts`).
 """
@@ -43,11 +44,17 @@ def _under(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
-def _seal_file_systems(writable: list[str]) -> None:
+def _seal_file_systems(writable: list[str], visible: list[str]) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates to the host
     private = [t for t in ("/tmp", "/dev/shm") if os.path.isdir(t) and not any(_under(w, [t]) for w in writable)]
+    hidden = [(v, os.open(v, os.O_PATH | os.O_DIRECTORY)) for v in visible if os.path.isdir(v) and _under(v, private)]
     for target in private:  # private and empty: no state survives from one evaluation to the next
         _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
+    for folder, handle in hidden:  # what we need from under them comes back, read-only
+        os.makedirs(folder, exist_ok=True)
+        _mount(f"/proc/self/fd/{handle}", folder, None, MS_BIND | MS_REC)
+        _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(handle)
     for folder in writable:
         _mount(folder, folder, None, MS_BIND | MS_REC)
     keep = writable + private + ["/proc", "/dev"]
@@ -64,10 +71,10 @@ def _drop_capabilities() -> None:
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def _inner(writable: list[str], command: list[str]) -> None:
+def _inner(writable: list[str], visible: list[str], command: list[str]) -> None:
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getpid() == 1:
-        _seal_file_systems(writable)
+        _seal_file_systems(writable, visible)
         os.chdir(os.getcwd())  # the working folder is re-resolved: through the writable bind, not the old mount
     _drop_capabilities()
     os.execvp(command[0], command)
@@ -77,12 +84,13 @@ def main(argv: list[str]) -> int:
     split = argv.index("--")
     options, command = argv[:split], argv[split + 1:]
     writable = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--writable"]
+    visible = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--visible"]
     if _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0:
         _libc.unshare(CLONE_NEWNET)  # at least the network, where the rest is refused
     pid = os.fork()
     if pid == 0:
         try:
-            _inner(writable, command)
+            _inner(writable, visible, command)
         finally:
             os._exit(127)
     _, status = os.waitpid(pid, 0)

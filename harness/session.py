@@ -27,8 +27,16 @@ class ChildStopped(Exception):
     """The child can no longer answer: it died, timed out, outgrew its memory or broke the protocol."""
 
 
+def needed_folders() -> list[Path]:
+    """What every jailed process must still see if it lives under /tmp: the interpreter, the project, the cache."""
+    from harness.paths import build_cache_dir
+
+    return [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[1], build_cache_dir()]
+
+
 def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
     folders = [word for folder in writable for word in ("--writable", str(folder))]
+    folders += [word for folder in needed_folders() for word in ("--visible", str(folder))]
     launcher = Path(__file__).with_name("jail.py")  # run as a script: the launcher imports nothing of ours
     return [sys.executable, str(launcher), *folders, "--", *command]
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -79,3 +81,21 @@ def test_the_parent_records_what_held(tmp_path: Path) -> None:
                       "capabilities": "none", "file_system": "read-only except its scratch folder"}
     mine = containment_facts(os.getpid())
     assert mine["pid_namespace"].startswith("NOT") and mine["network"].startswith("NOT")
+
+
+def test_a_build_cache_under_tmp_stays_visible_read_only_behind_the_private_tmp(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"  # e.g. a benchmark's temporary cache: the child must still load from it
+    cache.mkdir()
+    (cache / "entry.so").write_text("binary")
+    (tmp_path / "other-evaluation.txt").write_text("private")
+    monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(cache))
+    work = Path(tempfile.mkdtemp(prefix="kw-jail-", dir=Path.home()))  # outside /tmp, so /tmp becomes private
+    try:
+        run_jailed(["sh", "-c", f"cat {cache}/entry.so; echo; echo forged > {cache}/entry.so; "
+                                f"cat {tmp_path}/other-evaluation.txt || echo hidden"], work, LIMITS)
+        log = (work / "process.log").read_text()
+    finally:
+        shutil.rmtree(work)
+    assert log.startswith("binary") and "Read-only file system" in log and "hidden" in log
+    assert (cache / "entry.so").read_text() == "binary"
