@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from harness import job as J
 from harness.build_service import BuildService
@@ -151,6 +152,7 @@ class _Run:
         self.timed: TimedRun | None = None
         self.knockout = False
         self.degenerate: list[str] = []
+        self.ref_session: ChildSession | None = None
 
 
 def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
@@ -158,11 +160,14 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
     job = _job(device, policy)
     builds = build_service(device, policy)
     run = _Run()
-    with scratch_folder(problem, source, job) as scratch:
+    with scratch_folder(problem, source, job) as scratch, ExitStack() as stack:
         reference = None
         if device != "cuda-compile-only":
             reference = _reference(evaluation, problem, device, policy, job, scratch, say)
             run.degenerate = passing_canaries(reference, policy) if policy.hardening else []
+        if reference is not None and not policy.skip_timing and not run.degenerate:
+            # started now, so its interpreter starts while the candidate builds and runs
+            run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
         say("building and running the candidate in an isolated process")
         session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds)
         try:
@@ -173,6 +178,19 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
             outcome = session.close()
         evaluation.build = {"builds": [{k: v for k, v in b.items() if k != "source_text"} for b in builds.records]}
         _decide(evaluation, problem, scratch, outcome, reference, policy, run, builds.records)
+
+
+@contextmanager
+def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJob,
+                       policy: EvalPolicy) -> Iterator[ChildSession]:
+    """The reference's timing child gets its own scratch folder: it never sees candidate code or files."""
+    with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
+        save_inputs(ref_scratch, reference)
+        ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference")
+        try:
+            yield ref
+        finally:
+            ref.close()
 
 
 def _reference(evaluation: Evaluation, problem: Problem, device: str, policy: EvalPolicy, job: J.ChildJob,
@@ -209,10 +227,10 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
     _judge_outputs(evaluation, scratch, reference, policy)
     if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
         run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
-    if evaluation.verdict is Verdict.ACCEPTED and not policy.skip_timing and not run.degenerate and not run.failure:
+    if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure:
         say("timing reference and candidate, each in its own process")
         try:
-            run.timed = _time_both(session, reference, policy, job, problem, scratch)
+            run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch)
             evaluation.phase_seconds["timing_wait"] = run.timed.slot_wait_s
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
@@ -220,33 +238,28 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _failed(session.request({"cmd": "finish"}), run)
 
 
-def _time_both(session: ChildSession, reference: ReferenceRun, policy: EvalPolicy, job: J.ChildJob,
-               problem: Problem, scratch: Path) -> TimedRun:
-    """The reference's timing child gets its own scratch folder: it never sees candidate code or files. It
-    starts and loads before the device's timing slot is taken, so the slot only covers the measurement."""
-    with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
-        save_inputs(ref_scratch, reference)
-        ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference")
-        timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31))
-        try:
-            if "failed" in ref.request({"cmd": "load"}):
-                raise ProblemError("the reference failed to load in its timing process")
-            with timing_slot(job.device) as waited:
-                timing.run.slot_wait_s = waited
-                return timing.measure()
-        except TimingProtocolError as exc:
-            timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
-            return timing.run
-        except ChildFailed as failed:
-            if failed.reference:
-                raise ProblemError(f"the reference failed while being timed: {failed}") from None
-            raise
-        except ChildStopped:
-            if ref.stopped and not session.stopped:
-                raise ProblemError(f"the reference's timing process stopped ({ref.stopped})") from None
-            raise
-        finally:
-            ref.close()
+def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
+               job: J.ChildJob, scratch: Path) -> TimedRun:
+    """The reference's child loads before the device's timing slot is taken: the slot only covers measuring."""
+    ref.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
+    timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31))
+    try:
+        if "failed" in ref.request({"cmd": "load"}):
+            raise ProblemError("the reference failed to load in its timing process")
+        with timing_slot(job.device) as waited:
+            timing.run.slot_wait_s = waited
+            return timing.measure()
+    except TimingProtocolError as exc:
+        timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
+        return timing.run
+    except ChildFailed as failed:
+        if failed.reference:
+            raise ProblemError(f"the reference failed while being timed: {failed}") from None
+        raise
+    except ChildStopped:
+        if ref.stopped and not session.stopped:
+            raise ProblemError(f"the reference's timing process stopped ({ref.stopped})") from None
+        raise
 
 
 def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: ChildOutcome,

@@ -156,7 +156,8 @@ class PoisonedAllocations:
 
         self.saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
                       deterministic.fill_uninitialized_memory)
-        torch.use_deterministic_algorithms(True, warn_only=True)
+        # the C switch itself: torch.use_deterministic_algorithms also imports inductor (2.5 s per child)
+        torch._C._set_deterministic_algorithms(True, warn_only=True)
         deterministic.fill_uninitialized_memory = True
         return self
 
@@ -165,6 +166,6 @@ class PoisonedAllocations:
         import torch.utils.deterministic as deterministic
 
         enabled, warn_only, fill = self.saved
-        torch.use_deterministic_algorithms(enabled, warn_only=warn_only)
+        torch._C._set_deterministic_algorithms(enabled, warn_only=warn_only)
         deterministic.fill_uninitialized_memory = fill
 

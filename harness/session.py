@@ -102,6 +102,10 @@ class ChildSession:
 
     # -- clocks and watchdog ---------------------------------------------------------------------------------
 
+    def clock_from_now(self) -> None:
+        """Restart the run clock (a process that waited idle for another one)."""
+        self.paused_s = time.monotonic() - self.started
+
     def run_seconds(self) -> float:
         return time.monotonic() - self.started - self.paused_s
 
