@@ -34,31 +34,6 @@ def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-class StdoutToFile:
-    """Send fd 1 and 2 (where ninja writes in verbose mode) to a log file for the duration of a build."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __enter__(self) -> "StdoutToFile":
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.saved = (os.dup(1), os.dup(2))
-        self.file = open(self.path, "ab")
-        os.dup2(self.file.fileno(), 1)
-        os.dup2(self.file.fileno(), 2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(self.saved[0], 1)
-        os.dup2(self.saved[1], 2)
-        for fd in self.saved:
-            os.close(fd)
-        self.file.close()
-
-
 class KernelSwitch:
     """Counts calls into the candidate's own extension functions and, when `poison` is on, fills what they
     return (or, for functions that return nothing, the tensors they were given) with NaN: a knock-out run in

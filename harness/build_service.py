@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.build_cache import LOG_NAME, REQUEST, STATUS, build_key
-from harness.sandbox import Limits
+from harness.native_build import plan_native
+from harness.sandbox import ChildOutcome, Limits
 from harness.session import run_jailed
 
 MANIFEST = "MANIFEST.json"
@@ -132,17 +133,27 @@ class BuildService:
         work = self.cache_root / f"{key}.tmp-{uuid.uuid4().hex[:8]}"
         work.mkdir()
         name = f"kw_{key[:24]}"
-        (work / REQUEST).write_text(json.dumps({"kind": kind, "name": name, "arguments": arguments,
-                                                "mode": self.mode, "cuda_arch": self.cuda_arch}))
         record["cache_hit"] = False
         try:
-            outcome = run_jailed([sys.executable, "-m", "harness.build_child", str(work)], work, self.limits)
-            log = _read(work / LOG_NAME)
+            if self.mode == "native":
+                try:
+                    plan = plan_native(work, kind, name, arguments, pch_folder=None)
+                except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
+                    return {"ok": False, "error": f"the build could not be planned: {exc}"}
+                command = plan.command
+            else:  # compile-only CUDA needs torch's include logic in the process: a small Python build process
+                (work / REQUEST).write_text(json.dumps({"kind": kind, "name": name, "arguments": arguments,
+                                                        "mode": self.mode, "cuda_arch": self.cuda_arch}))
+                command = [sys.executable, "-m", "harness.build_child", str(work)]
+            outcome = run_jailed(command, work, self.limits)
+            log = _read(work / LOG_NAME) + _read(work / "process.log")
+            (work / LOG_NAME).write_text(log)
             record["log"] = log[-20000:]
             if outcome.timed_out:
                 return {"ok": False, "error": f"the build timed out after {self.limits.timeout_s:g} s "
                         "(--build-timeout); every compiler process was killed", "log": log[-8000:]}
-            status = _status(work)
+            status = _status(work) if self.mode != "native" else _native_status(
+                work, plan.binary, outcome, log, bool(arguments.get("is_python_module", True)))
             if not status.get("ok"):
                 detail = status.get("error") or f"the build process died ({outcome.returncode})"
                 return {"ok": False, "error": str(detail)[:8000], "log": log[-8000:]}
@@ -199,6 +210,12 @@ def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> Non
                     shutil.rmtree(entry, ignore_errors=True)
             except OSError:
                 continue
+
+
+def _native_status(work: Path, binary: str, outcome: ChildOutcome, log: str, python_module: bool) -> dict[str, Any]:
+    if outcome.returncode == 0 and (work / binary).is_file():
+        return {"ok": True, "binary": binary, "is_python_module": python_module}
+    return {"ok": False, "error": f"Error building extension (ninja exit {outcome.returncode}):\n{log[-8000:]}"}
 
 
 def _status(work: Path) -> dict[str, Any]:
