@@ -1,64 +1,129 @@
-"""Evaluation speed, measured in one run: cold (compiler runs) vs cached re-evaluation of the same candidate,
-and where the time of a cached evaluation goes (the harness's own overhead beyond build + reference +
-candidate run time).
+"""Build and evaluation speed, measured in one run on the same candidate (`make bench`):
 
-    .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3]
+1. a cold build with plain `torch.utils.cpp_extension.load_inline` (its own process, fresh build folder) against
+   kernelwright's cold evaluation of the same source (build in the jail + the whole sealed evaluation);
+2. the precompiled torch header for the candidate's flags (built once, kept in the build cache), then a cold
+   kernelwright build that uses it (the source differs by a comment, so the compiler runs again);
+3. a cached re-evaluation and where its time goes;
+4. compile-only CUDA (nvcc, no GPU) plain vs kernelwright, when nvcc is installed.
+
+    .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3] [--skip-cuda]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
+import shutil
+import subprocess
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 from harness import EvalPolicy, Evaluation, evaluate
 from kernelbench.bundled import bundled_candidate, find_bundled
 
-WORK_PHASES = ("reference", "import", "construct", "correctness", "timing")
+_PLAIN_BUILD = """
+import sys, time, torch.utils.cpp_extension as cpp
+namespace = {}
+source = open(sys.argv[1]).read()
+exec(source.split("load_inline(")[0].rsplit("\\n", 1)[0], namespace)  # the candidate's source strings
+started = time.perf_counter()
+cpp.load_inline(name="bench_plain", cpp_sources=namespace["cpp_source"], functions=FUNCTIONS,
+                extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"], build_directory=sys.argv[2])
+print(time.perf_counter() - started)
+"""
 
 
-def _overhead(evaluation: Evaluation) -> float:
-    phases = evaluation.phase_seconds
-    return phases["total"] - sum(phases.get(name, 0.0) for name in WORK_PHASES)
+def _plain_build_s(source: Path, functions: list[str]) -> float:
+    """Plain load_inline in a fresh process and folder (what a user without kernelwright waits for)."""
+    with tempfile.TemporaryDirectory(prefix="kw-bench-plain-") as folder:
+        script = _PLAIN_BUILD.replace("FUNCTIONS", repr(functions))
+        done = subprocess.run([sys.executable, "-c", script, str(source), folder], check=True, capture_output=True,
+                              text=True)
+        return float(done.stdout.split()[-1])  # the load_inline call alone (the interpreter's start not counted)
 
 
-def _row(label: str, evaluation: Evaluation) -> str:
+def _row(label: str, evaluation: Evaluation, wall: float) -> str:
     p = evaluation.phase_seconds
-    child_startup = p["child"] - sum(p.get(n, 0.0) for n in ("import", "construct", "correctness", "timing"))
-    return (f"{label:<10} total {p['total']:7.2f} s | build/import {p.get('import', 0):6.2f} | reference "
-            f"{p.get('reference', 0):5.2f} | correctness {p.get('correctness', 0):5.2f} | timing "
-            f"{p.get('timing', 0):5.2f} | child start-up {child_startup:5.2f} | overhead {_overhead(evaluation):5.2f} s")
+    build = sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", []))
+    child_rest = p["child"] - sum(p.get(n, 0.0) for n in ("import", "construct", "correctness", "timing"))
+    return (f"{label:<34} {wall:6.2f} s | build {build:6.2f} | reference {p.get('reference', 0):4.2f} | correctness "
+            f"{p.get('correctness', 0):4.2f} | timing {p.get('timing', 0):4.2f} | child start-up {child_rest:4.2f} | "
+            f"rest {p['total'] - p['child'] - p.get('reference', 0):4.2f}")
+
+
+def _timed_evaluation(problem, source: str, policy: EvalPolicy) -> tuple[Evaluation, float]:
+    started = time.perf_counter()
+    evaluation = evaluate(problem, source, "cpu", policy)
+    wall = time.perf_counter() - started
+    assert evaluation.accepted, evaluation.reasons
+    return evaluation, wall
+
+
+def _cpu(problem_name: str, repeats: int) -> None:
+    from harness.pch import PrecompiledHeaders
+    from harness.sandbox import Limits
+
+    problem = find_bundled(problem_name)
+    path = bundled_candidate(problem)
+    source = path.read_text()
+    functions = [line.split('"')[1] for line in source.splitlines() if "functions=[" in line]
+    policy = EvalPolicy(timing_budget_s=0.5)
+    os.environ["KERNELWRIGHT_PCH"] = "off"  # the header is built explicitly below, and timed
+    plain = _plain_build_s(path, functions)
+    cold, cold_wall = _timed_evaluation(problem, source, policy)
+    headers = PrecompiledHeaders(Path(os.environ["KERNELWRIGHT_BUILD_CACHE"]), Limits(900, 8192, False))
+    cflags = cold.build["builds"][0]["cflags"]
+    started = time.perf_counter()
+    built = headers.build(cflags)
+    header_s = time.perf_counter() - started
+    changed = source.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n// a new build\n", 1)
+    with_header, header_wall = _timed_evaluation(problem, changed, policy)
+    warm = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
+    median = sorted(warm, key=lambda pair: pair[1])[len(warm) // 2]
+    used = with_header.build["builds"][0].get("precompiled_header")
+    build_plain = cold.build["builds"][0]["seconds"]
+    build_pch = with_header.build["builds"][0]["seconds"]
+    print(f"problem {problem.key}, CPU device, {os.cpu_count()} cores, flags {cflags.split('-std=')[-1]}")
+    print(f"{'plain load_inline, cold build':<34} {plain:6.2f} s (the load_inline call: build and import)")
+    print(_row("kernelwright, cold", cold, cold_wall))
+    print(f"{'precompiled torch header (once)':<34} {header_s:6.2f} s ({'built' if built else 'FAILED'})")
+    print(_row("kernelwright, cold, with header", with_header, header_wall) + f" (header used: {used})")
+    print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]))
+    print(f"cold build: plain / kernelwright {plain / build_plain:5.2f}x without header, "
+          f"{plain / build_pch:5.2f}x with header")
+    print(f"cold evaluation / cached evaluation {cold_wall / median[1]:5.1f}x; cached evaluation {median[1]:.2f} s")
+
+
+def _cuda() -> None:
+    if not shutil.which("nvcc"):
+        print("compile-only CUDA: nvcc not installed here, skipped")
+        return
+    problem = find_bundled("relu")
+    path = bundled_candidate(problem, device="cuda")
+    source = path.read_text()
+    policy = EvalPolicy(timing_budget_s=0.5)
+    started = time.perf_counter()
+    evaluation = evaluate(problem, source, "cuda-compile-only", policy)
+    wall = time.perf_counter() - started
+    build = sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", []))
+    print(f"compile-only CUDA (nvcc + host binding), kernelwright cold: evaluation {wall:6.2f} s, build {build:6.2f} s "
+          f"({evaluation.verdict.value})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", default="relu")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-cuda", action="store_true")
     args = parser.parse_args()
-    problem = find_bundled(args.problem)
-    source = bundled_candidate(problem).read_text()
-    policy = EvalPolicy(timing_budget_s=0.5)
     with tempfile.TemporaryDirectory(prefix="kw-bench-") as cache:
         os.environ["KERNELWRIGHT_BUILD_CACHE"] = cache  # a cold cache: the first evaluation compiles
-        started = time.perf_counter()
-        cold = evaluate(problem, source, "cpu", policy)
-        cold_wall = time.perf_counter() - started
-        warm = [evaluate(problem, source, "cpu", policy) for _ in range(args.repeats)]
-    assert cold.accepted and all(w.accepted for w in warm), (cold.reasons, [w.reasons for w in warm])
-    warm_total = statistics.median(w.phase_seconds["total"] for w in warm)
-    median_warm = min(warm, key=lambda w: abs(w.phase_seconds["total"] - warm_total))
-    print(f"problem {problem.key}, CPU device, {os.cpu_count()} cores, torch threads 1")
-    print(_row("cold", cold))
-    print(_row("cached", median_warm))
-    print(f"cold evaluation        {cold_wall:7.2f} s (compiler ran: {not cold.build['builds'][0]['cache_hit']})")
-    print(f"cached re-evaluation   {warm_total:7.2f} s (median of {args.repeats}, cache hit: "
-          f"{all(w.build['builds'][0]['cache_hit'] for w in warm)})")
-    print(f"cold / cached          {cold_wall / warm_total:7.1f} x")
-    print(f"harness overhead       {_overhead(median_warm):7.2f} s of {warm_total:.2f} s cached "
-          f"({100 * _overhead(median_warm) / warm_total:.0f}%): child interpreter + torch import, scratch I/O, "
-          "process-tree bookkeeping, output comparison")
+        _cpu(args.problem, args.repeats)
+        if not args.skip_cuda:
+            _cuda()
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+BUILD_FORMAT = 2  # what a cache entry holds; raised when that changes (2: parent-planned builds, cubins)
 LOG_NAME = "build.log"
 REQUEST = "request.json"  # what the parent asks the build process to build
 STATUS = "status.json"  # what the build process answers
@@ -29,7 +30,7 @@ class BuildFailed(RuntimeError):
 
 
 def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
-    material = json.dumps({"kind": kind, "args": arguments, "torch": torch_version,
+    material = json.dumps({"kind": kind, "args": arguments, "torch": torch_version, "format": BUILD_FORMAT,
                            "python": sys.version_info[:2]}, sort_keys=True, default=str)
     return hashlib.sha256(material.encode()).hexdigest()
 

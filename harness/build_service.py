@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.build_cache import LOG_NAME, REQUEST, STATUS, build_key
-from harness.native_build import plan_native
+from harness.native_build import NativePlan, plan_native
+from harness.pch import PrecompiledHeaders, eligible
 from harness.sandbox import ChildOutcome, Limits
 from harness.session import run_jailed
 
@@ -90,6 +91,7 @@ class BuildService:
         self.cuda_arch = cuda_arch
         self.torch_version = torch.__version__
         self.records: list[dict[str, Any]] = []
+        self.headers = PrecompiledHeaders(cache_root, limits)
         remove_stale_builds(cache_root)  # work folders of builds whose parent was killed
 
     def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -137,9 +139,10 @@ class BuildService:
         try:
             if self.mode == "native":
                 try:
-                    plan = plan_native(work, kind, name, arguments, pch_folder=None)
+                    plan, header = self._plan(work, kind, name, arguments)
                 except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
                     return {"ok": False, "error": f"the build could not be planned: {exc}"}
+                record.update(precompiled_header=header is not None, cflags=plan.cflags)
                 command = plan.command
             else:  # compile-only CUDA needs torch's include logic in the process: a small Python build process
                 (work / REQUEST).write_text(json.dumps({"kind": kind, "name": name, "arguments": arguments,
@@ -157,9 +160,22 @@ class BuildService:
             if not status.get("ok"):
                 detail = status.get("error") or f"the build process died ({outcome.returncode})"
                 return {"ok": False, "error": str(detail)[:8000], "log": log[-8000:]}
+            if self.mode == "native" and record.get("precompiled_header") is False and self._header_fits(arguments):
+                self.headers.note_cold_build(plan.cflags)
             return self._promote(work, key, name, status, record)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+
+    def _header_fits(self, arguments: dict[str, Any]) -> bool:
+        return eligible(_strings(arguments.get("extra_cflags")), _strings(arguments.get("extra_include_paths")))
+
+    def _plan(self, work: Path, kind: str, name: str, arguments: dict[str, Any]) -> tuple[NativePlan, Path | None]:
+        """torch's plan, with the precompiled header for its exact flags first on the include path if one exists."""
+        plan = plan_native(work, kind, name, arguments, pch_folder=None)
+        header = self.headers.folder(plan.cflags) if self._header_fits(arguments) else None
+        if header is not None:
+            plan = plan_native(work, kind, name, arguments, pch_folder=header)
+        return plan, header
 
     def _promote(self, work: Path, key: str, name: str, status: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         """Copy the binary (a regular file inside the work folder, never a link) and the log into a fresh cache
@@ -203,7 +219,7 @@ def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> Non
     if not cache_root.is_dir():
         return
     now = time.time()
-    for pattern in ("*.tmp-*", "*.new-*"):
+    for pattern in ("*.tmp-*", "*.new-*", "pch/*.tmp-*"):
         for entry in cache_root.glob(pattern):
             try:
                 if now - entry.stat().st_mtime > older_than_s:

@@ -1,8 +1,10 @@
 """Compile-only CUDA (nvcc present, no GPU): build the candidate's CUDA sources with torch's headers.
 
-Catches compile errors early and reports registers, shared memory and spills per kernel, without a GPU. The
-host C++ (the sources plus the pybind bindings load_inline generates) is compiled too, without linking (that
-needs a CUDA build of torch).
+Catches compile errors early and reports registers, shared memory and spills per kernel, without a GPU. nvcc
+compiles the device side to a cubin (its front end still checks the whole file, host code included); the host
+half of `nvcc -c`, a second GCC pass over torch's headers that only a link would need, is skipped: 116 s -> 34 s
+for the bundled ReLU on 2 cores. The host C++ (the sources plus the pybind bindings load_inline generates) is
+checked by the host compiler at the same time, without linking (that needs a CUDA build of torch).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def nvcc_command(source: Path, output: Path, arch: str, extra_flags: list[str], 
     import torch.utils.cpp_extension as cpp
 
     includes = [*cpp.include_paths(), sysconfig.get_paths()["include"], *include_paths]
-    return ["nvcc", "-c", str(source), "-o", str(output), "-std=c++17", f"-arch={arch}", "-Xptxas", "-v",
+    return ["nvcc", "-cubin", str(source), "-o", str(output), "-std=c++17", f"-arch={arch}", "-Xptxas", "-v",
             "-Xcompiler", "-fPIC", *_TORCH_CUDA_DEFINES, *[f"-I{p}" for p in includes], *extra_flags]
 
 
@@ -41,52 +43,59 @@ def _host_source(arguments: dict[str, Any]) -> str:
     return "#include <torch/extension.h>\n" + "\n".join(cpp) + "\n" + module
 
 
-def _check_host(work: Path, name: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-    """Compile the host binding (syntax and types, no link): a binding that cannot build fails here too."""
+def _host_check(work: Path, name: str, arguments: dict[str, Any]) -> subprocess.Popen[str] | None:
+    """Start compiling the host binding (syntax and types, no link): a binding that cannot build fails here too."""
     import torch.utils.cpp_extension as cpp
 
     if not (arguments.get("cpp_sources") or arguments.get("functions")):
-        return True, ""
+        return None
     source = work / "main.cpp"
     source.write_text(_host_source(arguments))
     includes = [*cpp.include_paths(), sysconfig.get_paths()["include"]]
     command = ["c++", "-fsyntax-only", "-std=c++17", f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
                *[f"-I{p}" for p in includes], str(source)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=work)
-    return done.returncode == 0, done.stdout + done.stderr
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=work)
 
 
 def compile_only(work: Path, name: str, arguments: dict[str, Any], arch: str) -> dict[str, Any]:
     """Compile what load_inline would build, without a GPU: nvcc for the CUDA sources (with its resource
-    report), the host compiler for the binding. Runs in the build process; writes its log to work/build.log."""
+    report) and, at the same time, the host compiler for the binding. Runs in the build process; writes its log
+    to work/build.log."""
+    host = _host_check(work, name, arguments)
+    try:
+        status = _device_side(work, arguments, arch)
+    finally:
+        host_log = host.communicate()[0] if host else ""
+    with open(work / LOG_NAME, "a") as log_file:
+        log_file.write(host_log)
+    if status.get("ok") and host and host.returncode != 0:
+        return {"ok": False, "error": f"the host binding does not compile:\n{host_log[-8000:]}"}
+    return status
+
+
+def _device_side(work: Path, arguments: dict[str, Any], arch: str) -> dict[str, Any]:
     sources = arguments.get("cuda_sources") or []
     sources = [sources] if isinstance(sources, str) else list(sources)
-    log_path = work / LOG_NAME
-    status: dict[str, Any] = {"ok": True, "binary": "cuda.o", "is_python_module": True}
-    if sources:
-        header = [] if arguments.get("no_implicit_headers") else _IMPLICIT_HEADERS
-        source = work / "cuda.cu"
-        source.write_text("\n".join(header + sources))
-        flags = list(arguments.get("extra_cuda_cflags") or [])
-        command = nvcc_command(source, work / "cuda.o", arch, flags, arguments.get("extra_include_paths") or [])
-        done = subprocess.run(command, capture_output=True, text=True, cwd=work)
-        log = done.stdout + done.stderr
-        log_path.write_text(log)
-        status["resources"] = parse_ptxas_report(log)
-        if done.returncode != 0:
-            if _missing_library_header(log):
-                status["skipped"] = "a CUDA library header (cuBLAS/cuSPARSE/cuSOLVER...) is not installed here"
-                (work / "cuda.o").write_bytes(b"")
-                return status
-            return {"ok": False, "error": f"nvcc failed (exit {done.returncode}):\n{log[-8000:]}"}
-    else:
-        (work / "cuda.o").write_bytes(b"")
+    status: dict[str, Any] = {"ok": True, "binary": "cuda.cubin", "is_python_module": True}
+    if not sources:
+        (work / "cuda.cubin").write_bytes(b"")
         status["skipped"] = "a host-only build: nothing to check for the GPU"
-    host_ok, host_log = _check_host(work, name, arguments)
-    with open(log_path, "a") as log_file:
-        log_file.write(host_log)
-    if not host_ok:
-        return {"ok": False, "error": f"the host binding does not compile:\n{host_log[-8000:]}"}
+        return status
+    header = [] if arguments.get("no_implicit_headers") else _IMPLICIT_HEADERS
+    source = work / "cuda.cu"
+    source.write_text("\n".join(header + sources))
+    flags = list(arguments.get("extra_cuda_cflags") or [])
+    command = nvcc_command(source, work / "cuda.cubin", arch, flags, arguments.get("extra_include_paths") or [])
+    done = subprocess.run(command, capture_output=True, text=True, cwd=work)
+    log = done.stdout + done.stderr
+    (work / LOG_NAME).write_text(log)
+    status["resources"] = parse_ptxas_report(log)
+    if done.returncode != 0:
+        if _missing_library_header(log):
+            status["skipped"] = "a CUDA library header (cuBLAS/cuSPARSE/cuSOLVER...) is not installed here"
+            (work / "cuda.cubin").write_bytes(b"")
+            return status
+        return {"ok": False, "error": f"nvcc failed (exit {done.returncode}):\n{log[-8000:]}"}
     return status
 
 

@@ -41,6 +41,15 @@ def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
     return [sys.executable, str(launcher), *folders, "--", *command]
 
 
+_live: set["_Jailed"] = set()
+
+
+def kill_live_processes() -> None:
+    """Kill every jailed process this process started and has not finished (at exit, on interrupt)."""
+    for jailed in list(_live):
+        jailed.finish(grace_s=0)
+
+
 class _Jailed:
     """A process started in the jail with its own cgroups and token; `finish` kills whatever it left behind."""
 
@@ -57,6 +66,7 @@ class _Jailed:
             stderr=subprocess.STDOUT, env=child_environment(folder, limits.cpu_threads, self.token),
             start_new_session=True, preexec_fn=lambda: _preexec(limits, self.group), close_fds=True,
             pass_fds=pass_fds)
+        _live.add(self)
 
     def over_memory(self) -> bool:
         rss = _tree_rss_mb(self.proc.pid)
@@ -79,6 +89,7 @@ class _Jailed:
             self.outcome.wall_s = time.monotonic() - self.started
             self.log.close()
             self.group.remove()
+            _live.discard(self)
         return self.outcome
 
 

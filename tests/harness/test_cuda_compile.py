@@ -56,7 +56,7 @@ def test_cpu_only_candidate_on_compile_only_device_is_rejected() -> None:
 
 
 def test_nvcc_command_uses_torch_headers_and_resource_report(tmp_path) -> None:
-    command = nvcc_command(tmp_path / "k.cu", tmp_path / "k.o", "sm_90", ["-O3"], [])
+    command = nvcc_command(tmp_path / "k.cu", tmp_path / "k.cubin", "sm_90", ["-O3"], [])
     assert "-Xptxas" in command and "-v" in command and "-arch=sm_90" in command
     assert any(flag.endswith("torch/include") or "torch/include" in flag for flag in command)
     assert "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE" in command
