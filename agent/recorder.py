@@ -32,6 +32,7 @@ class RunRecorder:
     def __init__(self, sessions: sessionmaker[Session], run_id: str, problem: Problem, folder: Path,
                  config: OptimizeConfig) -> None:
         self.sessions, self.run_id, self.problem, self.folder, self.config = sessions, run_id, problem, folder, config
+        self.stopped = False  # set on Ctrl-C: evaluations cut short are not recorded
         (folder / "candidates").mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -81,6 +82,8 @@ class RunRecorder:
         return run_store.run_evaluation(self.sessions, self.run_id, self.problem, source_hash)
 
     def evaluation(self, round_: int, slot: int, source: str, evaluation: Evaluation) -> None:
+        if self.stopped:  # interrupted: its processes were killed under it, so this is no verdict on the kernel
+            return
         record_evaluation(self.sessions, self.problem, source, evaluation, run_id=self.run_id, origin="llm",
                           round=round_, slot=slot)
 

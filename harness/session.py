@@ -47,7 +47,10 @@ _live: set["_Jailed"] = set()
 def kill_live_processes() -> None:
     """Kill every jailed process this process started and has not finished (at exit, on interrupt)."""
     for jailed in list(_live):
-        jailed.finish(grace_s=0)
+        try:
+            jailed.finish(grace_s=0)
+        except (OSError, ValueError):  # its own thread finished it at the same moment
+            continue
 
 
 class _Jailed:

@@ -8,38 +8,52 @@ from typing import Any, Callable, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness import EvalPolicy
 from harness.device import DEVICES, DeviceError
 from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.problem import ProblemError, load_problems
-from kernelwright import render
+from kernelwright import __version__, render
 from kernelwright.eval_service import UsageError, run_eval
 from agent.config import OptimizeConfig
 from agent.recorder import ResumeError
 from kernelwright.export_service import export_dataset
 from kernelwright.gate_service import GateResult, gate_folder, gate_store
-from kernelwright.optimize_service import ModelOptions, run_optimize
+from kernelwright.optimize_service import ModelOptions, RunInterrupted, run_optimize
 from kernelwright.runs_service import compare_runs, problem_best, run_details, runs_list, write_run_report
 from kernelwright.sweep_service import run_sweep, select_problems
 from sweeps.sweep import SweepConfig
 from kernelwright.problem_service import check_problems, shrink_report
 from store.db import StoreError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
+HELP = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(no_args_is_help=True, add_completion=False, context_settings=HELP,
                   help="LLM-written kernels, verified by a harness that treats every candidate as hostile.")
-problems_app = typer.Typer(no_args_is_help=True, help="List and inspect KernelBench-format problems.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kernelwright {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """LLM-written kernels, verified by a harness that treats every candidate as hostile."""
+problems_app = typer.Typer(no_args_is_help=True, context_settings=HELP, help="List and inspect KernelBench-format problems.")
 app.add_typer(problems_app, name="problems")
-runs_app = typer.Typer(no_args_is_help=True, help="Browse the results store: runs, best kernels, comparisons.")
+runs_app = typer.Typer(no_args_is_help=True, context_settings=HELP, help="Browse the results store: runs, best kernels, comparisons.")
 app.add_typer(runs_app, name="runs")
-stderr = Console(stderr=True)
+stderr = Console(stderr=True, soft_wrap=True)  # long lines stay whole in log files
 
 EXIT_NOT_ACCEPTED = 1
 EXIT_USAGE = 2
 
 
 def _fail(message: str) -> typer.Exit:
-    stderr.print(f"[bold red]error:[/] {message}")
+    stderr.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(EXIT_USAGE)
 
 
@@ -144,7 +158,7 @@ def problems_shrink(
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
     try:
-        rows = shrink_report(load_problems(path, _levels(level)), progress=lambda m: stderr.print(m, end="\r"))
+        rows = shrink_report(load_problems(path, _levels(level)), progress=lambda m: stderr.print(m, end="\r", markup=False))
     except ProblemError as exc:
         raise _fail(str(exc)) from None
     _emit(rows, json_output, render.shrink_table)
@@ -161,7 +175,7 @@ def problems_check(
     """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
     try:
         rows = check_problems(load_problems(path, _levels(level)), device, shrink,
-                              progress=lambda m: stderr.print(m, end="\r"))
+                              progress=lambda m: stderr.print(m, end="\r", markup=False))
     except ProblemError as exc:
         raise _fail(str(exc)) from None
     _emit(rows, json_output, render.check_table)
@@ -195,8 +209,8 @@ def gate_command(
     else:
         render.print_table(render.gate_table(results))
     for result in failed:
-        stderr.print(f"[bold red]FAILED[/] {result.problem} ({result.kernel}): {result.verdict}: "
-                     f"{result.reasons[0] if result.reasons else ''}")
+        stderr.print(f"[bold red]FAILED[/] {escape(result.problem)} ({escape(str(result.kernel))}): {result.verdict}: "
+                     f"{escape(result.reasons[0]) if result.reasons else ''}")
     if failed:
         raise typer.Exit(EXIT_NOT_ACCEPTED)
 
@@ -235,9 +249,13 @@ def optimize_command(
     models = ModelOptions(model=model, judge_model=judge_model, base_url=base_url, api_key_env=api_key_env,
                           temperature=temperature, reasoning_effort=reasoning_effort, prices=prices)
     try:
-        summary = run_optimize(problem, config, models, db, resume, progress=lambda m: stderr.print(m))
+        summary = run_optimize(problem, config, models, db, resume, progress=lambda m: stderr.print(m, markup=False))
     except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
         raise _fail(str(exc)) from None
+    except RunInterrupted as stop:
+        stderr.print(f"interrupted: run {stop.run_id} is marked `interrupted`; continue it with\n  "
+                     f"{stop.resume_command}", markup=False, soft_wrap=True)
+        raise typer.Exit(130) from None
     if json_output:
         typer.echo(json.dumps(summary))
     else:
@@ -267,7 +285,8 @@ def sweep_command(
     path: Optional[Path] = typer.Argument(None, help="Problem folder (a KernelBench checkout works)."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
     problems: Optional[list[str]] = typer.Option(None, "--problems", help="Only problems with this id or name "
-                                                                        "(repeatable)."),
+                                                                        "(any case), or glob (case-sensitive: "
+                                                                        "'*Max*'); repeatable."),
     limit: Optional[int] = typer.Option(None, min=1, help="At most this many problems."),
     sample: Optional[int] = typer.Option(None, min=1, help="A random sample of this many problems."),
     seed: int = typer.Option(0, help="Seed of --sample."),
@@ -300,7 +319,7 @@ def sweep_command(
     try:
         selected = None if resume else select_problems(path or PROBLEMS_ROOT, _levels(level), problems, limit,
                                                        sample, seed, shrink)
-        summary = run_sweep(selected, config, models, db, resume, progress=lambda m: stderr.print(m))
+        summary = run_sweep(selected, config, models, db, resume, progress=lambda m: stderr.print(m, markup=False))
     except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
         raise _fail(str(exc)) from None
     if json_output:

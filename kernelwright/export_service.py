@@ -8,6 +8,7 @@ from pathlib import Path
 from kernelwright.eval_service import UsageError
 from rewards.datasets import BUILDERS
 from store import open_store
+from store.browse import get_run_row
 from store.export_rows import candidate_rows
 
 
@@ -15,7 +16,11 @@ def export_dataset(kind: str, output: Path, db_url: str | None, run_ids: list[st
                    min_speedup: float) -> int:
     if kind not in BUILDERS:
         raise UsageError(f"--format {kind!r}: choose one of {', '.join(BUILDERS)}")
-    records = BUILDERS[kind](candidate_rows(open_store(db_url), run_ids), min_speedup)
+    sessions = open_store(db_url)
+    missing = [run_id for run_id in run_ids or [] if get_run_row(sessions, run_id) is None]
+    if missing:
+        raise UsageError(f"no run {', '.join(map(repr, missing))} in this store (see `kernelwright runs list`)")
+    records = BUILDERS[kind](candidate_rows(sessions, run_ids), min_speedup)
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
         temporary = output.with_suffix(output.suffix + ".tmp")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from agent.config import OptimizeConfig
 from agent.llm import ChatModel
@@ -17,7 +21,18 @@ from harness.device import DeviceError, resolve_device
 from harness.paths import home
 from kernelbench.bundled import resolve_problem
 from kernelwright.eval_service import UsageError
+from harness.session import kill_live_processes
 from store import open_store
+from store import runs as run_store
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C: the run is marked `interrupted` and can be resumed."""
+
+    def __init__(self, run_id: str, resume_command: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+        self.resume_command = resume_command
 
 
 @dataclass
@@ -77,5 +92,42 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
         recorder = RunRecorder.start(sessions, problem, config, coder.name, runs_root)
     if progress:
         progress(f"run {recorder.run_id}: {recorder.problem.key} on {config.device}, artifacts in {recorder.folder}")
-    result = Optimizer(recorder.problem, coder, judge, config, recorder, progress).run()
+    try:
+        with _stop_on_ctrl_c(recorder):
+            result = Optimizer(recorder.problem, coder, judge, config, recorder, progress).run()
+    except KeyboardInterrupt:
+        run_store.set_run_status(sessions, recorder.run_id, "interrupted")
+        raise RunInterrupted(recorder.run_id, resume_command(recorder.run_id, models, db_url)) from None
     return recorder.finish(result)
+
+
+@contextmanager
+def _stop_on_ctrl_c(recorder: RunRecorder) -> Iterator[None]:
+    """On Ctrl-C, kill the builds and children in flight at once (evaluations running in worker threads would
+    otherwise finish first, for up to a minute) and record nothing they report afterwards."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        recorder.stopped = True
+        kill_live_processes()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def resume_command(run_id: str, models: ModelOptions, db_url: str | None) -> str:
+    """The command that continues `run_id` with the same models (the key comes from the environment again)."""
+    words = ["kernelwright", "optimize", "--resume", run_id]
+    for flag, value in (("--model", models.model), ("--judge-model", models.judge_model),
+                        ("--base-url", models.base_url), ("--db", db_url)):
+        if value:
+            words += [flag, shlex.quote(value)]
+    if models.api_key_env != "OPENAI_API_KEY":
+        words += ["--api-key-env", models.api_key_env]
+    return " ".join(words)

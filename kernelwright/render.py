@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from harness import Evaluation
@@ -40,7 +41,7 @@ def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
     table.add_row("network", str(evaluation.isolation.get("network", "-")))
     table.add_row("time", f"{evaluation.phase_seconds.get('total', 0):.1f} s")
     for reason in evaluation.reasons:
-        table.add_row("reason", reason if len(reason) < 4000 else reason[:4000] + " ...")
+        table.add_row("reason", escape(reason if len(reason) < 4000 else reason[:4000] + " ..."))
     return table
 
 
@@ -60,7 +61,7 @@ def shrink_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(row["problem"], row["status"], row.get("before", "-"), row.get("after", "-"),
-                      row.get("changes") or row.get("reason", ""))
+                      escape(str(row.get("changes") or row.get("reason", ""))))
     return table
 
 
@@ -70,7 +71,7 @@ def check_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column, overflow="fold")
     colours = {"ok": "green", "hardened": "yellow", "degenerate": "red", "error": "red"}
     for row in rows:
-        table.add_row(row["problem"], f"[{colours[row['status']]}]{row['status']}[/]", row.get("reason", ""))
+        table.add_row(row["problem"], f"[{colours[row['status']]}]{row['status']}[/]", escape(str(row.get("reason", ""))))
     return table
 
 
@@ -81,7 +82,7 @@ def gate_table(results: list[Any]) -> Table:
     for r in results:
         colour = "green" if r.ok else "red"
         table.add_row(r.problem, r.kernel, f"[{colour}]{r.verdict}[/]",
-                      "-" if r.speedup is None else f"{r.speedup:.2f}x", "" if r.ok else (r.reasons or [""])[0][:300])
+                      "-" if r.speedup is None else f"{r.speedup:.2f}x", "" if r.ok else escape((r.reasons or [""])[0][:300]))
     return table
 
 
@@ -147,14 +148,15 @@ def run_table(details: dict[str, Any]) -> Table:
     print_table(metrics_table(details["metrics"]))
     return _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
                     ["round", "problem", "verdict", "speedup", "first reason"],
-                    [[str(e["round"] or "-"), e["problem"], e["verdict"], _speed(e["speedup"]), e["reason"][:120]]
+                    [[str(e["round"] or "-"), e["problem"], e["verdict"], _speed(e["speedup"]), escape(e["reason"][:120])]
                      for e in details["evaluations"]])
 
 
 def best_table(rows: list[dict[str, Any]]) -> Table:
-    return _columns("best kernels", ["problem", "speedup", "device", "run", "candidate", "fingerprint"],
-                    [[r["problem"], _speed(r["speedup"]), r["device"], str(r["run_id"]), str(r["candidate_id"]),
-                      r["fingerprint"]] for r in rows])
+    return _columns("best kernels", ["problem", "speedup", "slowest", "evaluations", "device", "run", "candidate",
+                                     "kernel"],
+                    [[r["problem"], _speed(r["speedup"]), _speed(r["slowest"]), str(r["evaluations"]), r["device"],
+                      str(r["run_id"]), str(r["candidate_id"]), r["kernel"]] for r in rows])
 
 
 def compare_table(rows: list[dict[str, Any]]) -> Table:

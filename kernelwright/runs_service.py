@@ -32,7 +32,11 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
 
 
 def problem_best(db_url: str | None, name: str) -> list[dict[str, Any]]:
-    return best_for_problem(open_store(db_url), name)
+    rows = best_for_problem(open_store(db_url), name)
+    if not rows:
+        raise UsageError(f"no accepted kernel of a problem matching {name!r} in this store "
+                         "(see `kernelwright runs list`)")
+    return rows
 
 
 def compare_runs(db_url: str | None, first: str, second: str) -> list[dict[str, Any]]:
@@ -76,5 +80,8 @@ def write_run_report(db_url: str | None, run_id: str, output: str | None = None)
 
     details = run_details(db_url, run_id)
     folder = Path(output) if output else home() / run_id
-    html_path, markdown_path = write_report(details, folder, run_kernels(open_store(db_url), run_id))
+    try:
+        html_path, markdown_path = write_report(details, folder, run_kernels(open_store(db_url), run_id))
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {folder}: {exc.strerror or exc}") from None
     return str(html_path), str(markdown_path)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from fnmatch import fnmatch
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable
 
@@ -26,10 +26,7 @@ def select_problems(path: Path, levels: set[int] | None, filters: list[str] | No
                     sample: int | None, seed: int, shrink: bool) -> list[Problem]:
     problems = load_problems(path, levels)
     if filters:  # an id, a name, a `<id>_<Name>` stem or a key, each may be a glob (`*ReLU*`)
-        wanted = [f.lower() for f in filters]
-        problems = [p for p in problems if any(
-            w == str(p.problem_id) or any(fnmatch(text.lower(), w) for text in
-                                          (p.name, p.key, f"{p.problem_id}_{p.name}")) for w in wanted)]
+        problems = [p for p in problems if any(_matches(p, wanted) for wanted in filters)]
     if sample is not None:
         problems = sorted(random.Random(seed).sample(problems, min(sample, len(problems))), key=problems.index)
     if limit is not None:
@@ -37,6 +34,16 @@ def select_problems(path: Path, levels: set[int] | None, filters: list[str] | No
     if not problems:
         raise UsageError(f"no problems in {path} match the filters")
     return [shrink_problem(p).problem for p in problems] if shrink else problems
+
+
+def _matches(problem: Problem, wanted: str) -> bool:
+    """Plain names match in any case; globs match case-sensitively (`*Max*` must not pick Softmax)."""
+    texts = (problem.name, problem.key, f"{problem.problem_id}_{problem.name}")
+    if wanted == str(problem.problem_id):
+        return True
+    if any(ch in wanted for ch in "*?["):
+        return any(fnmatchcase(text, wanted) for text in texts)
+    return any(text.lower() == wanted.lower() for text in texts)
 
 
 def _stored_problems(sessions: Any, fingerprints: list[str]) -> list[Problem]:

@@ -48,10 +48,18 @@ def best_for_problem(sessions: sessionmaker[Session], name: str, limit: int = 10
                  .join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
                  .where(EvaluationRow.verdict == "accepted", EvaluationRow.speedup.is_not(None),
                         func.lower(ProblemRow.name).contains(name.lower().split("/")[-1].split("_", 1)[-1]))
-                 .order_by(EvaluationRow.speedup.desc()).limit(limit))
-        return [{"problem": p.name, "level": p.level, "fingerprint": p.fingerprint[:12], "run_id": c.run_id,
-                 "candidate_id": c.id, "speedup": e.speedup, "device": e.device, "evaluated_at": e.created_at.isoformat()}
-                for c, e, p in session.execute(query)]
+                 .order_by(EvaluationRow.speedup.desc()))
+        kernels: dict[tuple[str, str, str], dict[str, Any]] = {}  # one row per kernel (source hash) and device
+        for c, e, p in session.execute(query):
+            row = kernels.setdefault((p.fingerprint, c.source_hash, e.device), {
+                "problem": p.name, "level": p.level, "fingerprint": p.fingerprint[:12], "run_id": c.run_id,
+                "candidate_id": c.id, "kernel": c.source_hash[:12], "speedup": e.speedup, "speedups": [],
+                "device": e.device, "evaluated_at": e.created_at.isoformat()})
+            row["speedups"].append(e.speedup)
+        rows = list(kernels.values())[:limit]
+        for row in rows:  # the best measurement leads; its spread says how far it reproduces
+            row["evaluations"], row["slowest"] = len(row["speedups"]), min(row.pop("speedups"))
+        return rows
 
 
 def get_run_row(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any] | None:

@@ -56,3 +56,24 @@ def test_killed_run_resumes_without_redoing_finished_work(tmp_path: Path) -> Non
         assert [n for (n,) in per_candidate] == [1, 1]  # each kernel evaluated exactly once
         assert session.scalar(select(func.count()).select_from(CandidateRow)) == 2
         assert session.get(RunRow, run_id).status == "finished"
+
+
+def test_ctrl_c_stops_at_once_marks_the_run_and_says_how_to_resume(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'interrupt.db'}"
+    script = relu_repair_script(tmp_path)
+    command = [KERNELWRIGHT, "optimize", "relu", "--device", "cpu", "--model", f"scripted:{script}", "--rounds", "3",
+               "--db", db]
+    env = {**os.environ, "KERNELWRIGHT_HOME": str(tmp_path / "home")}
+    run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((tmp_path / "home" / "scratch").glob("eval-*")):
+        time.sleep(0.1)  # an evaluation is under way: a child is building or running
+    os.killpg(run.pid, signal.SIGINT)  # what the terminal sends the foreground process group on Ctrl-C
+    started = time.time()
+    _, stderr = run.communicate(timeout=60)
+    assert run.returncode == 130 and time.time() - started < 10, stderr
+    with open_store(db)() as session:
+        run_id = session.scalar(select(RunRow.id))
+        assert session.get(RunRow, run_id).status == "interrupted"
+    assert f"kernelwright optimize --resume {run_id} --model scripted:{script}" in " ".join(stderr.split())

@@ -93,3 +93,33 @@ def test_eval_with_shrink_judges_a_kernelbench_sized_problem(tmp_path: Path) -> 
     result = _run("eval", str(big), str(RELU_CANDIDATE), "--device", "cpu", "--shrink", "--json", "--no-store")
     assert result.returncode == 0, result.stderr
     assert "size reduction: " in result.stderr and json.loads(result.stdout)["verdict"] == "accepted"
+
+
+def test_names_that_are_not_in_the_store_are_errors_not_empty_output(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'empty.db'}"
+    for args, message in ((("runs", "best", "nosuch"), "no accepted kernel"),
+                          (("export", str(tmp_path / "out.jsonl"), "--run", "nosuch"), "no run 'nosuch'"),
+                          (("report", "nosuch"), "no run 'nosuch'")):
+        result = _run(*args, "--db", db)
+        assert result.returncode == 2, (args, result.stderr)
+        assert message in " ".join(result.stderr.split()) and "Traceback" not in result.stderr
+
+
+def test_short_help_and_version() -> None:
+    assert "Usage" in _run("-h").stdout and "Usage" in _run("runs", "-h").stdout
+    version = _run("--version")
+    assert version.returncode == 0 and version.stdout.startswith("kernelwright ")
+
+
+def test_check_tags_in_reasons_survive_the_terminal_table() -> None:
+    from rich.console import Console
+
+    from harness.records import Evaluation, Verdict
+    from kernelbench.bundled import find_bundled
+    from kernelwright.render import evaluation_table
+
+    evaluation = Evaluation(verdict=Verdict.REJECTED, reasons=["[timed-check] call 3 returned a wrong result"],
+                            problem_name="ReLU", problem_fingerprint="f", candidate_hash="c", device="cpu")
+    console = Console(record=True, width=200)
+    console.print(evaluation_table(find_bundled("relu"), evaluation))
+    assert "[timed-check] call 3" in console.export_text()

@@ -143,3 +143,12 @@ def test_baselines_are_measured_once_and_reused(tmp_path: Path) -> None:
     assert "metrics_vs_compile" in json.loads(second.stdout)
     with open_store(db)() as session:
         assert session.scalar(select(func.count()).select_from(BaselineRow)) == 1
+
+
+def test_problem_globs_are_case_sensitive_and_names_are_not() -> None:
+    from kernelbench.bundled import PROBLEMS_ROOT
+    from kernelwright.sweep_service import select_problems
+
+    globbed = select_problems(PROBLEMS_ROOT, None, ["*Max*"], None, None, 0, False)
+    assert [p.name for p in globbed] == ["Max_reduction_over_a_dimension"]  # not Softmax
+    assert [p.name for p in select_problems(PROBLEMS_ROOT, None, ["relu"], None, None, 0, False)] == ["ReLU"]
