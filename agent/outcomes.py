@@ -1,0 +1,28 @@
+"""What a run produces: one outcome per round and slot, and the run's result (shared by the loop and the
+recorder, so neither imports the other)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.prompts import Attempt
+from harness import Evaluation
+
+
+@dataclass
+class Outcome:
+    """One slot of one round: a parsed and evaluated candidate, or why there is none."""
+
+    round: int
+    slot: int
+    attempt: Attempt
+    evaluation: Evaluation | None = None
+    path: str | None = None
+
+
+@dataclass
+class RunResult:
+    status: str
+    best: Outcome | None
+    outcomes: list[Outcome] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
