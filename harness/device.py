@@ -31,3 +31,11 @@ def resolve_device(requested: str) -> str:
     if requested == "cuda-compile-only" and not shutil.which("nvcc"):
         raise DeviceError("--device cuda-compile-only needs nvcc on PATH")
     return requested
+
+
+def device_notice(requested: str, resolved: str) -> str | None:
+    """What a user should be told when the device they asked for is not the one that will run."""
+    if requested == "cuda" and resolved == "cuda-compile-only":
+        return ("--device cuda: no GPU is visible here, so this is a compile-only check (nvcc): kernels are "
+                "built and their resources reported, but nothing runs, so nothing is verified or timed")
+    return None

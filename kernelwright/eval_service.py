@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import EvalPolicy, Evaluation, evaluate
+from harness.device import device_notice, resolve_device
 from harness.evaluate import Progress
 from kernelbench.bundled import resolve_problem
 from kernelbench.problem import Problem, ProblemError
@@ -45,7 +46,11 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
         shrunk = shrink_problem(problem)
         problem = shrunk.problem
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
-    evaluation = evaluate(problem, source, device, policy, progress=progress)
+    resolved = resolve_device(device)
+    evaluation = evaluate(problem, source, resolved, policy, progress=progress)
+    notice = device_notice(device, resolved)
+    if notice:
+        evaluation.reasons.insert(0, notice)
     evaluation_id = None
     if sessions is not None:
         evaluation_id = record_evaluation(sessions, problem, source, evaluation, origin=str(candidate_path))

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from sqlalchemy import select
 
-from harness.device import resolve_device
+from harness.device import device_notice, resolve_device
 from harness.paths import home
 from kernelbench.problem import Problem, load_problems
 from kernelbench.shrink import shrink_problem
@@ -81,6 +81,9 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         if not problems:
             raise UsageError("give a problem folder (or --resume RUN_ID)")
         device = resolve_device(config.device)
+        notice = device_notice(config.device, device)
+        if notice and progress:
+            progress(notice)
         optimize = config.optimize.model_copy(update={"device": device}) if config.optimize else None
         config = config.model_copy(update={"device": device, "optimize": optimize,
                                            "problem_keys": [p.key for p in problems]})

@@ -60,3 +60,10 @@ def test_nvcc_command_uses_torch_headers_and_resource_report(tmp_path) -> None:
     assert "-Xptxas" in command and "-v" in command and "-arch=sm_90" in command
     assert any(flag.endswith("torch/include") or "torch/include" in flag for flag in command)
     assert "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE" in command
+
+
+def test_the_user_is_told_when_cuda_means_compile_only() -> None:
+    from harness.device import device_notice
+
+    assert "compile-only" in device_notice("cuda", "cuda-compile-only")
+    assert device_notice("cuda", "cuda") is None and device_notice("auto", "cpu") is None
