@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
@@ -85,6 +87,17 @@ def _guarded(call: Callable[..., Any], *args: Any) -> Any:
         raise _fail(str(exc)) from None
 
 
+@contextmanager
+def _progress(first: str) -> Iterator[Callable[[str], None]]:
+    """A spinner in a terminal; elsewhere (CI logs, files) one timestamped line per step."""
+    if stderr.is_terminal:
+        with stderr.status(first) as status:
+            yield lambda message: status.update(message)
+        return
+    started = time.monotonic()
+    yield lambda message: stderr.print(f"[{time.monotonic() - started:6.1f} s] {message}", markup=False)
+
+
 def _device_option(value: str) -> str:
     if value not in DEVICES:
         raise typer.BadParameter(f"choose one of {', '.join(DEVICES)}")
@@ -113,9 +126,9 @@ def eval_command(
     policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
                      build_timeout_s=build_timeout)
     try:
-        with stderr.status("evaluating") as status:
+        with _progress("evaluating") as say:
             outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
-                               progress=lambda message: status.update(message))
+                               progress=say)
     except (UsageError, ProblemError, DeviceError, StoreError) as exc:
         raise _fail(str(exc)) from None
     if outcome.shrink and outcome.shrink.changes:
