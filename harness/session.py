@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -42,10 +43,15 @@ def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
 
 
 _live: set["_Jailed"] = set()
+_stopping = threading.Event()
 
 
-def kill_live_processes() -> None:
-    """Kill every jailed process this process started and has not finished (at exit, on interrupt)."""
+def kill_live_processes(for_good: bool = False) -> None:
+    """Kill every jailed process this process started and has not finished (at exit, on interrupt). With
+    `for_good`, no new one starts afterwards either (a worker thread half-way through an evaluation stops at
+    its next process instead of building and timing for another minute)."""
+    if for_good:
+        _stopping.set()
     for jailed in list(_live):
         try:
             jailed.finish(grace_s=0)
@@ -58,6 +64,8 @@ class _Jailed:
 
     def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
                  pass_fds: tuple[int, ...] = ()) -> None:
+        if _stopping.is_set():
+            raise ChildStopped("interrupted: no new process starts")
         self.limits = limits
         self.token = uuid.uuid4().hex
         self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes)

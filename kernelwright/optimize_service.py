@@ -111,7 +111,7 @@ def _stop_on_ctrl_c(recorder: RunRecorder) -> Iterator[None]:
 
     def stop(signum: int, frame: object) -> None:
         recorder.stopped = True
-        kill_live_processes()
+        kill_live_processes(for_good=True)
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, stop)
