@@ -42,6 +42,6 @@ def test_killed_build_leaves_nothing_that_blocks_the_next(tmp_path: Path, monkey
     warm = evaluate(RELU, source, "cpu", FAST)
     assert cold.verdict is warm.verdict is Verdict.ACCEPTED
     assert cold.build["builds"][0]["cache_hit"] is False and warm.build["builds"][0]["cache_hit"] is True
-    assert warm.phase_seconds["total"] * 3 < cold.phase_seconds["total"]
+    assert warm.build["builds"][0]["seconds"] * 10 < cold.build["builds"][0]["seconds"]  # a hash, not a compile
     assert [p.name for p in (tmp_path / "cache").iterdir() if ".tmp-" not in p.name and ".new-" not in p.name and p.name != "pch"] == [
         cold.build["builds"][0]["key"]]
