@@ -16,11 +16,11 @@ from typing import Any
 
 from harness.build_cache import LOG_NAME
 from harness.compiler_report import parse_ptxas_report
+from harness.native_build import inline_sources
 
 _TORCH_CUDA_DEFINES = ["-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
                        "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__",
                        "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE", "--expt-relaxed-constexpr"]
-_IMPLICIT_HEADERS = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"]
 _MISSING_LIBRARY_HEADER = ("cublas", "cusparse", "cusolver", "cudnn", "nccl")
 
 
@@ -32,25 +32,14 @@ def nvcc_command(source: Path, output: Path, arch: str, extra_flags: list[str], 
             "-Xcompiler", "-fPIC", *_TORCH_CUDA_DEFINES, *[f"-I{p}" for p in includes], *extra_flags]
 
 
-def _host_source(arguments: dict[str, Any]) -> str:
-    """What `load_inline` compiles on the host: torch's header, the C++ sources and the pybind bindings."""
-    cpp = arguments.get("cpp_sources") or []
-    cpp = [cpp] if isinstance(cpp, str) else list(cpp)
-    functions = arguments.get("functions") or []
-    functions = [functions] if isinstance(functions, str) else list(functions)
-    bindings = "".join(f'm.def("{f}", torch::wrap_pybind_function({f}), "{f}");\n' for f in functions)
-    module = f"PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{\n{bindings}}}\n" if functions else ""
-    return "#include <torch/extension.h>\n" + "\n".join(cpp) + "\n" + module
-
-
-def _host_check(work: Path, name: str, arguments: dict[str, Any]) -> subprocess.Popen[str] | None:
+def _host_check(work: Path, name: str, arguments: dict[str, Any], main_cpp: str) -> subprocess.Popen[str] | None:
     """Start compiling the host binding (syntax and types, no link): a binding that cannot build fails here too."""
     import torch.utils.cpp_extension as cpp
 
     if not (arguments.get("cpp_sources") or arguments.get("functions")):
         return None
     source = work / "main.cpp"
-    source.write_text(_host_source(arguments))
+    source.write_text(main_cpp)
     includes = [*cpp.include_paths(), sysconfig.get_paths()["include"]]
     command = ["c++", "-fsyntax-only", "-std=c++17", f"-DTORCH_EXTENSION_NAME={name}", "-DTORCH_API_INCLUDE_EXTENSION_H",
                *[f"-I{p}" for p in includes], str(source)]
@@ -61,9 +50,10 @@ def compile_only(work: Path, name: str, arguments: dict[str, Any], arch: str) ->
     """Compile what load_inline would build, without a GPU: nvcc for the CUDA sources (with its resource
     report) and, at the same time, the host compiler for the binding. Runs in the build process; writes its log
     to work/build.log."""
-    host = _host_check(work, name, arguments)
+    files = inline_sources(name, arguments)  # exactly what load_inline would compile
+    host = _host_check(work, name, arguments, files["main.cpp"])
     try:
-        status = _device_side(work, arguments, arch)
+        status = _device_side(work, arguments, arch, files.get("cuda.cu"))
     finally:
         host_log = host.communicate()[0] if host else ""
     with open(work / LOG_NAME, "a") as log_file:
@@ -73,17 +63,14 @@ def compile_only(work: Path, name: str, arguments: dict[str, Any], arch: str) ->
     return status
 
 
-def _device_side(work: Path, arguments: dict[str, Any], arch: str) -> dict[str, Any]:
-    sources = arguments.get("cuda_sources") or []
-    sources = [sources] if isinstance(sources, str) else list(sources)
+def _device_side(work: Path, arguments: dict[str, Any], arch: str, cuda_cu: str | None) -> dict[str, Any]:
     status: dict[str, Any] = {"ok": True, "binary": "cuda.cubin", "is_python_module": True}
-    if not sources:
+    if cuda_cu is None:
         (work / "cuda.cubin").write_bytes(b"")
         status["skipped"] = "a host-only build: nothing to check for the GPU"
         return status
-    header = [] if arguments.get("no_implicit_headers") else _IMPLICIT_HEADERS
     source = work / "cuda.cu"
-    source.write_text("\n".join(header + sources))
+    source.write_text(cuda_cu)
     flags = list(arguments.get("extra_cuda_cflags") or [])
     command = nvcc_command(source, work / "cuda.cubin", arch, flags, arguments.get("extra_include_paths") or [])
     done = subprocess.run(command, capture_output=True, text=True, cwd=work)

@@ -27,7 +27,6 @@ class NativePlan:
     command: list[str]  # run in the jail with the work folder writable
     binary: str  # relative to the work folder
     cflags: str  # the C++ compile flags torch chose, as in build.ninja (without the extension's name)
-    with_cuda: bool
 
 
 def _listed(value: Any) -> list[str]:
@@ -89,7 +88,7 @@ def plan_native(work: Path, kind: str, name: str, arguments: dict[str, Any], pch
         cflags = cflags.replace(f"-I{pch_folder} ", "", 1)
     jobs = "1" if len(sources) == 1 else str(os.cpu_count() or 1)
     return NativePlan(command=[ninja_binary(), "-v", "-j", jobs, "-C", str(build)], binary=f"{BUILD_FOLDER}/{name}.so",
-                      cflags=cflags.replace(f"-DTORCH_EXTENSION_NAME={name} ", ""), with_cuda=bool(with_cuda))
+                      cflags=cflags.replace(f"-DTORCH_EXTENSION_NAME={name} ", ""))
 
 
 def _ninja_variable(text: str, variable: str) -> str:

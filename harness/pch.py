@@ -87,6 +87,7 @@ class PrecompiledHeaders:
             count = seen.tell()
         if count >= (1 if mode() == "eager" else 2):
             thread = threading.Thread(target=self.build, args=(cflags,), name=f"pch-{key[:8]}", daemon=True)
+            _running.difference_update([t for t in _running if not t.is_alive()])
             _running.add(thread)
             thread.start()
 

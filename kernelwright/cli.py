@@ -267,7 +267,7 @@ def optimize_command(
         raise _fail(str(exc)) from None
     except RunInterrupted as stop:
         stderr.print(f"interrupted: run {stop.run_id} is marked `interrupted`; continue it with\n  "
-                     f"{stop.resume_command}", markup=False, soft_wrap=True)
+                     f"{stop.resume_command}", markup=False)
         raise typer.Exit(130) from None
     if json_output:
         typer.echo(json.dumps(summary))
