@@ -12,7 +12,8 @@ class OptimizeConfig(BaseModel):
 
     device: str = Field("cpu", description="cpu or cuda: where candidates are built, checked and timed.")
     rounds: int = Field(4, ge=1, description="Rounds, the seed round included.")
-    candidates: int = Field(1, ge=1, description="Candidates per round (best-of-N), evaluated in parallel.")
+    candidates: int = Field(1, ge=1, description="Candidates per round (best-of-N): written concurrently, built in "
+                                                          "parallel, timed one at a time.")
     patience: int = Field(2, ge=1, description="Stop after this many rounds without a faster accepted kernel.")
     max_tokens: int | None = Field(None, description="Stop when prompt + completion tokens reach this.")
     budget_usd: float | None = Field(None, description="Stop when the LLM spend reaches this.")
@@ -20,5 +21,10 @@ class OptimizeConfig(BaseModel):
     exemplars: int = Field(3, ge=0, description="Earlier accepted kernels (distinct speed buckets) per prompt.")
     reply_tokens: int | None = Field(None, description="Cap on one reply's completion tokens.")
     profile: bool = Field(True, description="Profile accepted GPU kernels with Nsight Compute for the judge.")
-    workers: int = Field(2, ge=1, description="Evaluations run at the same time (each in its own process).")
+    workers: int | None = Field(None, ge=1, description="Compile workers (default: as many as cores and memory "
+                                                       "allow); candidates are still timed one at a time.")
+    executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or ray_address).")
+    ray_address: str | None = Field(None, description="An existing Ray cluster to evaluate on.")
+    max_llm_failures: int = Field(3, ge=1, description="Stop the run (status failed) after this many LLM calls "
+                                                       "in a row fail.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")

@@ -28,6 +28,11 @@ class LLMError(RuntimeError):
     """A call that failed for good (after retries): the attempt is recorded as failed, the run goes on."""
 
 
+class EndpointUnreachable(LLMError):
+    """The endpoint refused the connection or its name does not resolve: retrying will not help, so the run
+    stops instead of waiting out every call's retries."""
+
+
 class ChatModel(Protocol):
     """One chat completion. `purpose` ("coder" or "judge") lets a scripted model pick its reply."""
 

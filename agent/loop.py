@@ -1,63 +1,97 @@
-"""The optimize loop: a seed round, then rounds of judge -> coder, best-of-N evaluated in parallel, with
-contrastive exemplars, budgets, early stopping and exact resume (stored replies and evaluations are replayed,
-never paid for or computed twice)."""
+"""The optimize loop: a seed round, then rounds of judge -> coder, best-of-N written concurrently and evaluated
+through the harness's executor (built in parallel, timed one at a time), with contrastive exemplars, budgets,
+early stopping and exact resume (stored replies and evaluations are replayed, never paid for or computed twice)."""
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
+from concurrent.futures import Future
+from typing import Callable, TypeVar
 
 from agent.config import OptimizeConfig
-from agent.llm import ChatModel, LLMError, Message
+from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
+from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
-from agent.outcomes import Outcome, RunResult
 from agent.recorder import RunRecorder
-from harness import Evaluation, evaluate
 from harness.evaluate import candidate_hash
+from harness.executor import EvalTask, Executor
+from harness.records import Evaluation
 from kernelbench.problem import Problem
 from rewards import select_exemplars
 
 Progress = Callable[[str], None]
+T = TypeVar("T")
+
+
+class _Failing(Exception):
+    """The endpoint is gone (or every call keeps failing): the run stops with status `failed`."""
 
 
 class Optimizer:
     def __init__(self, problem: Problem, coder: ChatModel, judge: ChatModel, config: OptimizeConfig,
-                 recorder: RunRecorder, progress: Progress | None = None) -> None:
+                 recorder: RunRecorder, executor: Executor, progress: Progress | None = None) -> None:
         self.problem, self.coder, self.judge, self.config = problem, coder, judge, config
-        self.recorder = recorder
+        self.recorder, self.executor = recorder, executor
         self.say = progress or (lambda _m: None)
-        self.seconds = {"llm_wait": 0.0, "compile": 0.0, "evaluation": 0.0}
+        self.seconds = {"llm_wait": 0.0, "compile": 0.0, "evaluation": 0.0, "profile": 0.0}
         self.started = time.perf_counter()
+        self.failures_in_a_row = 0
+        self.fatal: str | None = None
+        self.last_error = ""
+        self.lock = threading.Lock()
 
     def run(self) -> RunResult:
         best: Outcome | None = None
         outcomes: list[Outcome] = []
         focus: Attempt | None = None
-        stale, status = 0, "finished"
+        stale, status, message = 0, "finished", None
         for round_ in range(self.config.rounds):
-            stop = self._budget_exhausted()
+            stop = "interrupted" if self.recorder.stopped else self._budget_exhausted()
             if stop:
                 status = stop
                 break
-            advice = self._advise(round_, focus) if focus else None
-            sources = [self._write(round_, slot, advice, focus) for slot in range(self.config.candidates)]
-            round_outcomes = self._evaluate_round(round_, sources)
+            round_started = time.perf_counter()
+            try:
+                round_outcomes = self._round(round_, focus)
+            except _Failing as failing:
+                status, message = "failed", str(failing)
+                self.say(f"stopping: {message}")
+                break
+            if self.recorder.stopped:  # Ctrl-C: what this round reported was cut short
+                status = "interrupted"
+                break
             outcomes += round_outcomes
             round_best = _fastest(round_outcomes)
             if round_best and (best is None or round_best.attempt.speedup > best.attempt.speedup):
                 best, stale = round_best, 0
             else:
                 stale += 1
-            focus = (round_best or round_outcomes[0]).attempt
-            self.say(f"round {round_ + 1}/{self.config.rounds}: best {_describe(best)}, "
-                     f"spent ${self.recorder.totals()['cost_usd']:.4f}")
+            focus = _focus(round_best, round_outcomes) or focus
+            if round_best is not None:
+                self._profile(round_, round_best)
+            self._report_round(round_, round_outcomes, best, time.perf_counter() - round_started)
             if best is not None and stale >= self.config.patience:
                 status = "converged"
                 break
         self.seconds["wall"] = time.perf_counter() - self.started
-        return RunResult(status, best, outcomes, dict(self.seconds))
+        return RunResult(status, best, outcomes, dict(self.seconds), message)
+
+    def _round(self, round_: int, focus: Attempt | None) -> list[Outcome]:
+        advice = self._advise(round_, focus) if focus else None
+        self._check_endpoint()
+        sources = self._write_round(round_, advice, focus)
+        self._check_endpoint()
+        return self._evaluate_round(round_, sources)
+
+    def _report_round(self, round_: int, outcomes: list[Outcome], best: Outcome | None, seconds: float) -> None:
+        verdicts = ", ".join(o.attempt.verdict + (f" {o.attempt.speedup:.2f}x" if o.attempt.speedup else "")
+                             for o in outcomes)
+        left = self.config.rounds - round_ - 1
+        eta = f", about {seconds * left:.0f} s for the {left} round(s) left" if left else ""
+        self.say(f"round {round_ + 1}/{self.config.rounds}: {verdicts}; best {_describe(best)}, "
+                 f"spent ${self.recorder.totals()['cost_usd']:.4f}{eta}")
 
     def _budget_exhausted(self) -> str | None:
         spent = self.recorder.totals()
@@ -69,6 +103,13 @@ class Optimizer:
             return "time_limit"
         return None
 
+    def _check_endpoint(self) -> None:
+        if self.fatal:
+            raise _Failing(self.fatal)
+        if self.failures_in_a_row >= self.config.max_llm_failures:
+            raise _Failing(f"{self.failures_in_a_row} LLM calls in a row failed (the last: {self.last_error}); "
+                           "check the endpoint, model name and key, then resume the run")
+
     def _ask(self, model: ChatModel, round_: int, purpose: str, slot: int, messages: list[Message]) -> str | None:
         stored = self.recorder.finished_call(round_, purpose, slot)
         if stored is not None:  # resumed: replay, do not pay again
@@ -76,21 +117,27 @@ class Optimizer:
             if replayed:
                 replayed(messages, purpose)
             return stored
-        started = time.perf_counter()
         try:
             reply = model.complete(messages, purpose=purpose, max_tokens=self.config.reply_tokens)
         except LLMError as exc:
             self.recorder.llm_call(round_, purpose, slot, model.name, messages, None, str(exc))
             self.say(f"{purpose} call failed: {exc}")
+            with self.lock:
+                self.failures_in_a_row += 1
+                self.last_error = str(exc)
+                if isinstance(exc, EndpointUnreachable):
+                    self.fatal = str(exc)
             return None
-        finally:
-            self.seconds["llm_wait"] += time.perf_counter() - started
+        with self.lock:
+            self.failures_in_a_row = 0
         self.recorder.llm_call(round_, purpose, slot, model.name, messages, reply, None)
         return reply.content
 
     def _advise(self, round_: int, focus: Attempt) -> JudgeAdvice | None:
         hardware = self.recorder.hardware_description()
+        started = time.perf_counter()
         reply = self._ask(self.judge, round_, "judge", 0, judge_messages(self.problem, self.config.device, focus, hardware))
+        self.seconds["llm_wait"] += time.perf_counter() - started
         if reply is None:
             return None
         try:
@@ -98,10 +145,22 @@ class Optimizer:
         except ParseError:
             return None
 
-    def _write(self, round_: int, slot: int, advice: JudgeAdvice | None, focus: Attempt | None) -> str | Attempt:
+    def _write_round(self, round_: int, advice: JudgeAdvice | None, focus: Attempt | None) -> list[str | Attempt]:
+        """The round's coder calls are independent: they run at the same time (a replaying model, whose replies
+        are matched in call order, is asked one call at a time)."""
         exemplars = [Exemplar(source, speedup) for source, speedup in
                      select_exemplars(self.recorder.accepted_kernels(), self.config.exemplars)]
         messages = coder_messages(self.problem, self.config.device, advice, focus, exemplars)
+        slots = range(self.config.candidates)
+        started = time.perf_counter()
+        if getattr(self.coder, "sequential", False) or self.config.candidates == 1:
+            sources = [self._write(round_, slot, messages) for slot in slots]
+        else:
+            sources = _concurrently(lambda slot: self._write(round_, slot, messages), list(slots))
+        self.seconds["llm_wait"] += time.perf_counter() - started
+        return sources
+
+    def _write(self, round_: int, slot: int, messages: list[Message]) -> str | Attempt:
         reply = self._ask(self.coder, round_, "coder", slot, messages)
         if reply is None:
             return Attempt(source="", verdict="llm_error", reasons=["the coder call failed (see the transcript)"])
@@ -111,42 +170,89 @@ class Optimizer:
             return Attempt(source=reply[-2000:], verdict="unparseable", reasons=[str(exc)])
 
     def _evaluate_round(self, round_: int, sources: list[str | Attempt]) -> list[Outcome]:
+        """Every new kernel of the round goes to the executor at once; identical kernels are evaluated once."""
         started = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=self.config.workers) as pool:
-            futures = [pool.submit(self._evaluate_one, round_, slot, source) for slot, source in enumerate(sources)]
-            outcomes = [f.result() for f in futures]
+        known: dict[str, Evaluation] = {}
+        pending: dict[str, Future[Evaluation]] = {}
+        for slot, source in enumerate(sources):
+            if isinstance(source, Attempt):
+                continue
+            digest = candidate_hash(source)
+            if digest in known or digest in pending:
+                continue
+            stored = self.recorder.known_evaluation(digest)
+            if stored is not None:
+                known[digest] = stored
+            else:
+                self.say(f"round {round_ + 1}: evaluating candidate {slot + 1}")
+                pending[digest] = self.executor.submit(EvalTask(self.problem.key, self.problem, source,
+                                                                self.config.device, self.config.policy))
+        outcomes, recorded = [], set(known)
+        for slot, source in enumerate(sources):
+            if isinstance(source, Attempt):
+                outcomes.append(Outcome(round_, slot, source))
+                continue
+            path = self.recorder.save_candidate(round_, slot, source)
+            digest = candidate_hash(source)
+            if digest not in known:
+                known[digest] = pending[digest].result()
+            evaluation = known[digest]
+            if digest not in recorded:  # the caller is the store's only writer
+                recorded.add(digest)
+                self.seconds["compile"] += sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", [])
+                                               if not b.get("cache_hit"))
+                self.recorder.evaluation(round_, slot, source, evaluation)
+            outcomes.append(Outcome(round_, slot, _attempt(source, evaluation), evaluation, str(path)))
         self.seconds["evaluation"] += time.perf_counter() - started
         return outcomes
 
-    def _evaluate_one(self, round_: int, slot: int, source: str | Attempt) -> Outcome:
-        if isinstance(source, Attempt):
-            return Outcome(round_, slot, source)
-        path = self.recorder.save_candidate(round_, slot, source)
-        evaluation = self.recorder.known_evaluation(candidate_hash(source))
-        if evaluation is None:
-            self.say(f"round {round_ + 1}: evaluating candidate {slot + 1}")
-            evaluation = evaluate(self.problem, source, self.config.device, self.config.policy)
-            self.seconds["compile"] += sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", [])
-                                           if not b.get("cache_hit"))
-            self._profile(evaluation, source)
-            self.recorder.evaluation(round_, slot, source, evaluation)
-        builds = evaluation.build.get("builds", [])
-        attempt = Attempt(source, evaluation.verdict.value, evaluation.reasons, evaluation.speedup,
-                          evaluation.ref_ms, evaluation.candidate_ms,
-                          resources=[k for b in builds for k in b.get("resources", [])],
-                          roofline=evaluation.roofline, sass=[b["sass"] for b in builds if b.get("sass")],
-                          profile=evaluation.metrics)
-        return Outcome(round_, slot, attempt, evaluation, str(path))
-
-
-    def _profile(self, evaluation: Evaluation, source: str) -> None:
-        """Nsight Compute metrics for accepted GPU kernels: the judge reads them next round."""
-        if not (self.config.profile and evaluation.accepted and self.config.device == "cuda"):
+    def _profile(self, round_: int, judged: Outcome) -> None:
+        """Nsight Compute metrics of the one kernel the judge reads next round (GPU only)."""
+        evaluation = judged.evaluation
+        if not (self.config.profile and self.config.device == "cuda" and evaluation is not None):
             return
-        from harness.profile import profile_candidate
-
+        if evaluation.metrics:  # resumed: profiled before
+            judged.attempt.profile = evaluation.metrics
+            return
         names = [k["kernel"] for b in evaluation.build.get("builds", []) for k in b.get("resources", [])]
-        evaluation.metrics = profile_candidate(self.problem, source, names, self.config.policy)
+        started = time.perf_counter()
+        self.say(f"round {round_ + 1}: profiling the best kernel with Nsight Compute")
+        task = EvalTask(self.problem.key, self.problem, judged.attempt.source, self.config.device, self.config.policy)
+        metrics = self.executor.profile(task, names).result()
+        self.seconds["profile"] += time.perf_counter() - started
+        judged.attempt.profile = metrics
+        self.recorder.profile(judged.attempt.source, metrics)
+
+
+def _concurrently(call: Callable[[int], T], items: list[int]) -> list[T]:
+    """`call` on every item at once, in daemon threads: on Ctrl-C the run stops without waiting for HTTP
+    replies that nobody will record."""
+    results: list[Future[T]] = [Future() for _ in items]
+
+    def work(index: int) -> None:
+        try:
+            results[index].set_result(call(items[index]))
+        except BaseException as exc:  # handed to the caller, which re-raises it
+            results[index].set_exception(exc)
+
+    for index in range(len(items)):
+        threading.Thread(target=work, args=(index,), daemon=True, name="kernelwright-coder").start()
+    return [result.result() for result in results]
+
+
+def _attempt(source: str, evaluation: Evaluation) -> Attempt:
+    builds = evaluation.build.get("builds", [])
+    return Attempt(source, evaluation.verdict.value, evaluation.reasons, evaluation.speedup, evaluation.ref_ms,
+                   evaluation.candidate_ms, resources=[k for b in builds for k in b.get("resources", [])],
+                   roofline=evaluation.roofline, sass=[b["sass"] for b in builds if b.get("sass")],
+                   profile=evaluation.metrics)
+
+
+def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
+    """What the judge reads next: the round's best kernel, else its first failure that has code to look at."""
+    if best is not None:
+        return best.attempt
+    return next((o.attempt for o in outcomes if o.attempt.verdict != "llm_error"), None)
 
 
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:
@@ -156,4 +262,3 @@ def _fastest(outcomes: list[Outcome]) -> Outcome | None:
 
 def _describe(best: Outcome | None) -> str:
     return f"{best.attempt.speedup:.2f}x (round {best.round + 1})" if best else "none accepted yet"
-

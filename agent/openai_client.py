@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from agent.llm import LLMError, LLMReply, Message, Usage
+from agent.llm import EndpointUnreachable, LLMError, LLMReply, Message, Usage
 from agent.pricing import PriceTable
 
 RETRYABLE_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -78,8 +78,15 @@ class OpenAIChatModel:
                 if exc.status_code not in RETRYABLE_STATUS:
                     raise LLMError(f"{self.name} refused the request ({last_error})") from None
                 delay = _retry_after(exc) or self.config.backoff_s * 2 ** attempt
-            except (openai.APIConnectionError, openai.APITimeoutError) as exc:
+            except openai.APITimeoutError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
+                delay = self.config.backoff_s * 2 ** attempt
+            except openai.APIConnectionError as exc:
+                if _unreachable(exc):
+                    raise EndpointUnreachable(f"{self.name}: cannot reach {self.client.base_url} "
+                                              f"({_root_cause(exc)}); is the server running and --base-url right?"
+                                              ) from None
+                last_error = f"{type(exc).__name__}: {_root_cause(exc)}"
                 delay = self.config.backoff_s * 2 ** attempt
             except (openai.OpenAIError, ValueError, TypeError, AttributeError) as exc:  # a reply it could not parse
                 raise LLMError(f"{self.name} sent a malformed reply: {exc}") from None
@@ -100,6 +107,24 @@ class OpenAIChatModel:
         model = getattr(response, "model", None) or self.name
         return LLMReply(content=content, model=model, usage=usage, cost_usd=self.prices.cost(self.name, usage),
                         latency_s=latency_s, finish_reason=choices[0].finish_reason)
+
+
+def _root_cause(exc: BaseException) -> str:
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """Connection refused or an unknown host (the HTTP library's ConnectError, matched by name: the SDK's
+    transport package has been renamed before): nothing listens there. A reset or a dropped connection
+    mid-reply is worth retrying; these are not."""
+    cause = exc.__cause__
+    while cause is not None:
+        if type(cause).__name__ == "ConnectError":
+            return True
+        cause = cause.__cause__
+    return False
 
 
 def _usage(raw: Any) -> Usage:

@@ -26,3 +26,4 @@ class RunResult:
     best: Outcome | None
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    message: str | None = None  # why a `failed` run stopped

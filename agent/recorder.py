@@ -6,15 +6,17 @@ from __future__ import annotations
 import json
 import os
 import platform
+import threading
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent.config import OptimizeConfig
 from agent.llm import LLMReply, Message
-from harness import Evaluation
+from agent.run_spec import ProblemRef, RunSpec, code_version
+from harness.evaluate import candidate_hash
+from harness.records import Evaluation
 from kernelbench.problem import Problem
 from store import ProblemRow, record_evaluation
 from store import runs as run_store
@@ -28,34 +30,30 @@ class ResumeError(ValueError):
 
 class RunRecorder:
     def __init__(self, sessions: sessionmaker[Session], run_id: str, problem: Problem, folder: Path,
-                 config: OptimizeConfig) -> None:
-        self.sessions, self.run_id, self.problem, self.folder, self.config = sessions, run_id, problem, folder, config
+                 spec: RunSpec) -> None:
+        self.sessions, self.run_id, self.problem, self.folder = sessions, run_id, problem, folder
+        self.spec, self.config = spec, spec.optimize
         self.stopped = False  # set on Ctrl-C: evaluations cut short are not recorded
+        self.transcript_lock = threading.Lock()  # a round's coder calls finish in parallel
         (folder / "candidates").mkdir(parents=True, exist_ok=True)
 
     @classmethod
-    def start(cls, sessions: sessionmaker[Session], problem: Problem, config: OptimizeConfig, model: str,
-              runs_root: Path) -> "RunRecorder":
+    def start(cls, sessions: sessionmaker[Session], problem: Problem, spec: RunSpec, runs_root: Path) -> "RunRecorder":
+        """A new run, its spec stored whole: problem, models, endpoint, sampling, budgets, policy, code version."""
         with sessions.begin() as session:
             upsert_problem(session, problem)
-        stored = {"optimize": config.model_dump(), "problem": {"key": problem.key, "fingerprint": problem.fingerprint,
-                                                                "path": problem.path}, "model": model}
-        run_id = run_store.create_run(sessions, "optimize", model, stored)
-        return cls(sessions, run_id, problem, runs_root / run_id, config)
+        version, commit = code_version()
+        spec = spec.model_copy(update={
+            "problem": ProblemRef(key=problem.key, fingerprint=problem.fingerprint, path=problem.path),
+            "models": spec.models.frozen(), "kernelwright_version": version, "kernelwright_commit": commit})
+        run_id = run_store.create_run(sessions, "optimize", spec.models.model, spec.model_dump(mode="json"))
+        return cls(sessions, run_id, problem, runs_root / run_id, spec)
 
     @classmethod
     def resume(cls, sessions: sessionmaker[Session], run_id: str, runs_root: Path) -> "RunRecorder":
-        run = run_store.get_run(sessions, run_id)
-        if run is None or run.kind != "optimize":
-            raise ResumeError(f"no optimize run {run_id!r} in this store (see `kernelwright runs list`)")
-        fingerprint = run.config["problem"]["fingerprint"]
-        with sessions() as session:
-            row = session.scalar(select(ProblemRow).where(ProblemRow.fingerprint == fingerprint))
-        if row is None:
-            raise ResumeError(f"run {run_id}: its problem is missing from the store")
-        problem = Problem(name=row.name, source=row.source, level=row.level, problem_id=row.problem_id, path=row.path)
+        spec = stored_spec(sessions, run_id)
         run_store.set_run_status(sessions, run_id, "running")
-        return cls(sessions, run_id, problem, runs_root / run_id, OptimizeConfig.model_validate(run.config["optimize"]))
+        return cls(sessions, run_id, stored_problem(sessions, spec, run_id), runs_root / run_id, spec)
 
     def finished_call(self, round_: int, purpose: str, slot: int) -> str | None:
         row = run_store.finished_llm_call(self.sessions, self.run_id, self.problem, round_, purpose, slot)
@@ -63,12 +61,14 @@ class RunRecorder:
 
     def llm_call(self, round_: int, purpose: str, slot: int, model: str, messages: list[Message],
                  reply: LLMReply | None, error: str | None) -> None:
+        if self.stopped:  # a reply that arrived after Ctrl-C: the resumed run asks again
+            return
         run_store.record_llm_call(self.sessions, self.run_id, self.problem, round_, purpose, slot, model, messages,
                                   reply, error)
         entry = {"round": round_, "purpose": purpose, "slot": slot, "model": model, "messages": messages,
                  "reply": reply.content if reply else None, "error": error,
                  "usage": reply.usage.model_dump() if reply else None, "cost_usd": reply.cost_usd if reply else 0.0}
-        with open(self.folder / "transcript.jsonl", "a") as transcript:
+        with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
             transcript.write(json.dumps(entry) + "\n")
 
     def save_candidate(self, round_: int, slot: int, source: str) -> Path:
@@ -84,6 +84,11 @@ class RunRecorder:
             return
         record_evaluation(self.sessions, self.problem, source, evaluation, run_id=self.run_id, origin="llm",
                           round=round_, slot=slot)
+
+    def profile(self, source: str, metrics: dict[str, Any]) -> None:
+        """The judged kernel's profiler records, stored with its evaluation (the verdict is the harness's)."""
+        if not self.stopped:
+            run_store.set_run_profile(self.sessions, self.run_id, self.problem, candidate_hash(source), metrics)
 
     def accepted_kernels(self) -> list[tuple[str, float]]:
         return run_store.accepted_in_problem(self.sessions, self.problem)
@@ -116,7 +121,8 @@ class RunRecorder:
         best = None if result.best is None else {"verdict": result.best.attempt.verdict,
                                                  "speedup": result.best.attempt.speedup, "path": str(best_path),
                                                  "round": result.best.round + 1}
-        return {"run_id": self.run_id, "status": result.status, "problem": self.problem.key, "best": best,
+        return {"run_id": self.run_id, "status": result.status, "message": result.message,
+                "problem": self.problem.key, "best": best,
                 **totals, "folder": str(self.folder), "seconds": _split(result.seconds)}
 
     def _report(self, result: RunResult) -> str:
@@ -129,6 +135,8 @@ class RunRecorder:
             speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
             reason = (o.attempt.reasons[0] if o.attempt.reasons else "").replace("|", "\\|").replace("\n", " ")[:160]
             lines.append(f"| {o.round + 1} | {o.slot + 1} | {o.attempt.verdict} | {speed} | {reason} |")
+        if result.message:
+            lines += ["", f"Stopped: {result.message}"]
         if result.best:
             lines += ["", f"Best: round {result.best.round + 1}, {result.best.attempt.speedup:.3f}x, saved as `best.py`."]
         else:
@@ -136,11 +144,27 @@ class RunRecorder:
         return "\n".join(lines) + "\n"
 
 
+def stored_spec(sessions: sessionmaker[Session], run_id: str) -> RunSpec:
+    run = run_store.get_run(sessions, run_id)
+    if run is None or run.kind != "optimize":
+        raise ResumeError(f"no optimize run {run_id!r} in this store (see `kernelwright runs list`)")
+    return RunSpec.from_stored(run.config)
+
+
+def stored_problem(sessions: sessionmaker[Session], spec: RunSpec, run_id: str) -> Problem:
+    with sessions() as session:
+        row = session.scalar(select(ProblemRow).where(ProblemRow.fingerprint == spec.problem.fingerprint))
+    if row is None:
+        raise ResumeError(f"run {run_id}: its problem is missing from the store")
+    return Problem(name=row.name, source=row.source, level=row.level, problem_id=row.problem_id, path=row.path)
+
+
 def _split(seconds: dict[str, float]) -> dict[str, float]:
     wall = seconds.get("wall", 0.0)
     evaluation = seconds.get("evaluation", 0.0)
     compile_s = min(seconds.get("compile", 0.0), evaluation)
     llm = seconds.get("llm_wait", 0.0)
+    profile = seconds.get("profile", 0.0)
     return {"wall": round(wall, 3), "llm_wait": round(llm, 3), "compile": round(compile_s, 3),
-            "evaluation_excluding_compile": round(evaluation - compile_s, 3),
-            "agent_overhead": round(max(0.0, wall - llm - evaluation), 3)}
+            "evaluation_excluding_compile": round(evaluation - compile_s, 3), "profile": round(profile, 3),
+            "agent_overhead": round(max(0.0, wall - llm - evaluation - profile), 3)}

@@ -10,6 +10,7 @@ user message: in order, or matched to the problem.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from agent.llm import LLMError, LLMReply, Message, Usage
@@ -30,8 +31,14 @@ class ScriptedModel:
                              '{"replies": [{"purpose": "coder"|"judge", "content": "...", "problem": "optional"}]}')
         self.used = [False] * len(self.replies)
         self.name = "scripted"
+        self.sequential = True  # replies are matched in call order: the loop asks one call at a time
+        self.lock = threading.Lock()  # a sweep's problems may still call from several threads
 
     def _take(self, messages: list[Message], purpose: str) -> dict[str, str] | None:
+        with self.lock:
+            return self._first_unused(messages, purpose)
+
+    def _first_unused(self, messages: list[Message], purpose: str) -> dict[str, str] | None:
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         for index, reply in enumerate(self.replies):
             if self.used[index] or reply["purpose"] != purpose:

@@ -15,7 +15,7 @@ from pathlib import Path
 from harness import EvalPolicy
 from kernelbench.bundled import CANDIDATES_ROOT, PROBLEMS_ROOT
 from kernelbench.problem import load_problems
-from kernelwright.optimize_service import ModelOptions
+from agent.run_spec import ModelSpec
 from kernelwright.sweep_service import run_sweep
 from sweeps.sweep import SweepConfig
 
@@ -26,7 +26,7 @@ def _sweep(workers: int, cache: str, limit: int, db: str) -> float:
     config = SweepConfig(mode="candidates", candidates_dir=str(CANDIDATES_ROOT / "cpu"), device="cpu",
                          workers=workers, policy=EvalPolicy(timing_budget_s=0.5))
     started = time.perf_counter()
-    summary = run_sweep(problems, config, ModelOptions(), db)
+    summary = run_sweep(problems, config, ModelSpec(), db)
     elapsed = time.perf_counter() - started
     assert all(p["verdict"] == "accepted" for p in summary["problems"]), summary["problems"]
     return elapsed

@@ -14,6 +14,7 @@ from harness.reference import run_reference
 from harness.sandbox import Limits
 from harness.session import run_child
 from harness.scratch import save_inputs, scratch_folder
+from harness.timing_slot import timing_slot
 from kernelbench.problem import Problem
 
 
@@ -27,8 +28,9 @@ def profile_candidate(problem: Problem, source: str, kernel_names: list[str], po
         save_inputs(scratch, run_reference(problem, "cuda", job.init_seed, [secrets.randbits(31)],
                                             vary_distributions=False))
         limits = Limits(timeout_s=policy.timeout_s * 3, memory_mb=policy.memory_limit_mb, address_space_limit=False)
-        outcome = run_child(scratch, limits, prefix=command, on_build=build_service("cuda", policy),
-                            role="profile")
+        with timing_slot("cuda"):  # ncu replays kernels on the device: never while another candidate is timed
+            outcome = run_child(scratch, limits, prefix=command, on_build=build_service("cuda", policy),
+                                role="profile")
         csv_path = scratch / "ncu.csv"
         text = csv_path.read_text(errors="replace") if csv_path.exists() else ""
         records = parse_ncu_csv(text)

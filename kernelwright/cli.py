@@ -22,7 +22,9 @@ from agent.config import OptimizeConfig
 from agent.recorder import ResumeError
 from kernelwright.export_service import export_dataset
 from kernelwright.gate_service import GateResult, gate_folder, gate_store
-from kernelwright.optimize_service import ModelOptions, RunInterrupted, run_optimize
+from agent.run_spec import ModelSpec
+from kernelwright.interrupts import RunInterrupted
+from kernelwright.optimize_service import rerun_optimize, run_optimize
 from kernelwright.runs_service import compare_runs, problem_best, run_details, runs_list, write_run_report
 from kernelwright.sweep_service import run_sweep, select_problems
 from sweeps.sweep import SweepConfig
@@ -50,6 +52,8 @@ runs_app = typer.Typer(no_args_is_help=True, context_settings=HELP, help="Browse
 app.add_typer(runs_app, name="runs")
 stderr = Console(stderr=True, soft_wrap=True)  # long lines stay whole in log files
 
+DB_HELP = ("SQLAlchemy URL of the results store (default: $KERNELWRIGHT_DB, else runs/kernelwright.db under "
+           "$KERNELWRIGHT_HOME or the current folder).")
 EXIT_NOT_ACCEPTED = 1
 EXIT_USAGE = 2
 
@@ -98,6 +102,11 @@ def _progress(first: str) -> Iterator[Callable[[str], None]]:
     yield lambda message: stderr.print(f"[{time.monotonic() - started:6.1f} s] {message}", markup=False)
 
 
+def _lines() -> Callable[[str], None]:
+    """Progress of long commands, one line per step (kept whole in log files)."""
+    return lambda message: stderr.print(message, markup=False)
+
+
 def _device_option(value: str) -> str:
     if value not in DEVICES:
         raise typer.BadParameter(f"choose one of {', '.join(DEVICES)}")
@@ -110,8 +119,7 @@ def eval_command(
     candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
     device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL (default: $KERNELWRIGHT_DB or "
-                                                       "runs/kernelwright.db)."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     trials: int = typer.Option(5, min=1, help="Correctness trials with fresh seeds (5 covers every input "
                                                 "distribution, large magnitudes included)."),
     timeout: float = typer.Option(300.0, min=1.0, help="Run clock of the candidate's process (import, checks, "
@@ -149,7 +157,7 @@ def eval_command(
 def problems_list(
     path: Optional[Path] = typer.Argument(None, help="Problem file or folder (default: the bundled set)."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
-    json_output: bool = typer.Option(False, "--json"),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """List problems with their level, id and content fingerprint."""
     try:
@@ -167,7 +175,7 @@ def problems_list(
 def problems_shrink(
     path: Path = typer.Argument(..., help="Problem file or folder."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
-    json_output: bool = typer.Option(False, "--json"),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
     try:
@@ -183,7 +191,7 @@ def problems_check(
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
     device: str = typer.Option("cpu", callback=_device_option, help="Where to run the references."),
     shrink: bool = typer.Option(True, help="Rescale sizes to the CPU budget first (needed for KernelBench on CPU)."),
-    json_output: bool = typer.Option(False, "--json"),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
     try:
@@ -198,20 +206,22 @@ def problems_check(
 def gate_command(
     solutions: Optional[Path] = typer.Option(None, help="Verify a folder of KernelBench-format solutions instead "
                                                         "of the store."),
-    problems: Optional[Path] = typer.Option(None, help="Problems for --solutions (default: the bundled set)."),
+    problems_dir: Optional[Path] = typer.Option(None, "--problems-dir", "--problems",
+                                                help="Problem folder for --solutions (default: the bundled set)."),
+    shrink: bool = typer.Option(False, help="Rescale each problem of --solutions to the CPU budget first."),
     run: Optional[str] = typer.Option(None, help="Only kernels of this run."),
     problem: Optional[str] = typer.Option(None, help="Only problems whose key contains this text."),
-    device: str = typer.Option("auto", callback=_device_option),
-    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store to verify."),
+    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
-    json_output: bool = typer.Option(False, "--json"),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
     policy = _policy(policy_level)
     try:
         with stderr.status("verifying") as status:
             if solutions:
-                results = gate_folder(solutions, problems, device, policy, progress=status.update)
+                results = gate_folder(solutions, problems_dir, device, policy, progress=status.update, shrink=shrink)
             else:
                 results = gate_store(db, device, policy, run, problem, progress=status.update)
     except (UsageError, ProblemError, DeviceError, StoreError) as exc:
@@ -233,48 +243,90 @@ def _gate_json(result: GateResult) -> dict[str, object]:
             "speedup": result.speedup, "reasons": result.reasons}
 
 
-@app.command("optimize")
-def optimize_command(
-    problem: Optional[str] = typer.Argument(None, help="Problem file or bundled problem name (optional with "
-                                                       "--resume)."),
-    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda or auto."),
-    model: Optional[str] = typer.Option(None, help="Model name (default gpt-4o), or scripted:FILE for replies "
-                                                   "from a file."),
-    judge_model: Optional[str] = typer.Option(None, help="A different model for the judge."),
-    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Name of the environment variable holding the key."),
-    temperature: Optional[float] = typer.Option(None, help="Sampling temperature."),
-    reasoning_effort: Optional[str] = typer.Option(None, help="low, medium or high (reasoning models)."),
-    prices: Optional[str] = typer.Option(None, help="JSON price table to add: {model: {input, output}} USD/1M."),
-    rounds: int = typer.Option(4, min=1, help="Rounds, the seed round included."),
-    candidates: int = typer.Option(1, min=1, help="Candidates per round, evaluated in parallel."),
-    patience: int = typer.Option(2, min=1, help="Stop after this many rounds without improvement."),
-    max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget for the whole run."),
-    budget_usd: Optional[float] = typer.Option(None, min=0.0, help="Dollar budget for the whole run."),
-    time_limit: Optional[float] = typer.Option(None, min=1.0, help="Seconds after which no new round starts."),
-    resume: Optional[str] = typer.Option(None, help="Continue this run where it stopped."),
-    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store."),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
-) -> None:
-    """One PyTorch program in, the fastest verified kernel out (best.py and report.md in runs/RUN_ID/)."""
-    config = OptimizeConfig(device=device, rounds=rounds, candidates=candidates, patience=patience,
-                            max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
-    models = ModelOptions(model=model, judge_model=judge_model, base_url=base_url, api_key_env=api_key_env,
-                          temperature=temperature, reasoning_effort=reasoning_effort, prices=prices)
-    try:
-        summary = run_optimize(problem, config, models, db, resume, progress=lambda m: stderr.print(m, markup=False))
-    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
-        raise _fail(str(exc)) from None
-    except RunInterrupted as stop:
-        stderr.print(f"interrupted: run {stop.run_id} is marked `interrupted`; continue it with\n  "
-                     f"{stop.resume_command}", markup=False)
-        raise typer.Exit(130) from None
+def _model_spec(model: str | None, judge_model: str | None, base_url: str | None, api_key_env: str | None,
+                temperature: float | None, reasoning_effort: str | None, prices: str | None) -> ModelSpec:
+    if reasoning_effort not in (None, "low", "medium", "high"):
+        raise _fail(f"--reasoning-effort {reasoning_effort!r}: choose low, medium or high")
+    return ModelSpec(model=model, judge_model=judge_model, base_url=base_url, api_key_env=api_key_env,
+                     temperature=temperature, reasoning_effort=reasoning_effort, prices=prices)
+
+
+def _interrupted(stop: RunInterrupted) -> typer.Exit:
+    stderr.print(f"interrupted: run {stop.run_id} is marked `interrupted`; continue it with\n  "
+                 f"{stop.resume_command}", markup=False)
+    return typer.Exit(130)
+
+
+def _print_optimize(summary: dict[str, Any], json_output: bool) -> None:
     if json_output:
         typer.echo(json.dumps(summary))
     else:
         render.print_table(render.optimize_table(summary))
+    if summary.get("message"):
+        stderr.print(f"run {summary['run_id']} failed: {summary['message']}", markup=False)
     if summary["best"] is None:
         raise typer.Exit(EXIT_NOT_ACCEPTED)
+
+
+@app.command("optimize")
+def optimize_command(
+    problem: Optional[str] = typer.Argument(None, help="Problem file or bundled problem name (optional with "
+                                                       "--resume)."),
+    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda or auto (cuda when a GPU is "
+                                                                      "visible)."),
+    model: Optional[str] = typer.Option(None, help="Model name (default gpt-4o), or scripted:FILE for replies "
+                                                   "from a file."),
+    judge_model: Optional[str] = typer.Option(None, help="A different model for the judge (default: --model)."),
+    base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1."),
+    api_key_env: Optional[str] = typer.Option(None, help="Name of the environment variable holding the key "
+                                                         "(default OPENAI_API_KEY)."),
+    temperature: Optional[float] = typer.Option(None, help="Sampling temperature."),
+    reasoning_effort: Optional[str] = typer.Option(None, help="low, medium or high (reasoning models)."),
+    prices: Optional[str] = typer.Option(None, help="JSON price table to add: {model: {input, output}} USD/1M."),
+    rounds: int = typer.Option(4, min=1, help="Rounds, the seed round included."),
+    candidates: int = typer.Option(1, min=1, help="Candidates per round: written concurrently, built in "
+                                                  "parallel, timed one at a time."),
+    patience: int = typer.Option(2, min=1, help="Stop after this many rounds without improvement."),
+    max_tokens: Optional[int] = typer.Option(None, min=1, help="Token budget for the whole run."),
+    budget_usd: Optional[float] = typer.Option(None, min=0.0, help="Dollar budget for the whole run."),
+    time_limit: Optional[float] = typer.Option(None, min=1.0, help="Seconds after which no new round starts."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Compile workers (default: cores and memory allow)."),
+    executor: str = typer.Option("local", help="local, or ray (a local 127.0.0.1 cluster, or --ray-address)."),
+    ray_address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster."),
+    resume: Optional[str] = typer.Option(None, help="Continue this run where it stopped, with its stored models "
+                                                    "and budgets (model options given here replace the stored "
+                                                    "ones)."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """One PyTorch program in, the fastest verified kernel out (best.py and report.md in runs/RUN_ID/)."""
+    config = OptimizeConfig(device=device, rounds=rounds, candidates=candidates, patience=patience,
+                            max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit, workers=workers,
+                            executor=executor, ray_address=ray_address)
+    models = _model_spec(model, judge_model, base_url, api_key_env, temperature, reasoning_effort, prices)
+    try:
+        summary = run_optimize(problem, config, models, db, resume, progress=_lines())
+    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+        raise _fail(str(exc)) from None
+    except RunInterrupted as stop:
+        raise _interrupted(stop) from None
+    _print_optimize(summary, json_output)
+
+
+@app.command("rerun")
+def rerun_command(
+    run_id: str = typer.Argument(..., help="An optimize run whose stored spec is run again as a new run."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """Start a new run from a run's record: the same problem, models, endpoint, sampling, budgets and policy."""
+    try:
+        summary = rerun_optimize(run_id, db, progress=_lines())
+    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+        raise _fail(str(exc)) from None
+    except RunInterrupted as stop:
+        raise _interrupted(stop) from None
+    _print_optimize(summary, json_output)
 
 
 @app.command("export")
@@ -283,7 +335,7 @@ def export_command(
     format: str = typer.Option("rl", "--format", help="sft, rl or preference."),
     run: Optional[list[str]] = typer.Option(None, "--run", help="Only these runs (repeatable)."),
     min_speedup: float = typer.Option(0.0, help="Accepted kernels below this speedup are left out."),
-    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store."),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs."""
     try:
@@ -293,48 +345,70 @@ def export_command(
     stderr.print(f"wrote {count} {format} records to {output}")
 
 
+def _per_round(candidates: str | None) -> int:
+    """`sweep --candidates` is the number per round, as in `optimize`; a folder of solutions is --solutions."""
+    if candidates is None:
+        return 1
+    if candidates.isdigit() and int(candidates) >= 1:
+        return int(candidates)
+    raise _fail(f"--candidates {candidates!r}: it is the number of candidates per round (as in optimize); to "
+                f"verify a folder of solutions use --solutions {candidates}")
+
+
 @app.command("sweep")
 def sweep_command(
-    path: Optional[Path] = typer.Argument(None, help="Problem folder (a KernelBench checkout works)."),
+    path: Optional[Path] = typer.Argument(None, help="Problem folder (a KernelBench checkout works; default: the "
+                                                     "bundled problems)."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
-    problems: Optional[list[str]] = typer.Option(None, "--problems", help="Only problems with this id or name "
-                                                                        "(any case), or glob (case-sensitive: "
-                                                                        "'*Max*'); repeatable."),
+    problems: Optional[list[str]] = typer.Option(None, "--problem", "--problems",
+                                                 help="Only problems with this id or name (any case), or glob "
+                                                      "(case-sensitive: '*Max*' is not Softmax); repeatable."),
     limit: Optional[int] = typer.Option(None, min=1, help="At most this many problems."),
     sample: Optional[int] = typer.Option(None, min=1, help="A random sample of this many problems."),
     seed: int = typer.Option(0, help="Seed of --sample."),
-    candidates: Optional[Path] = typer.Option(None, "--candidates", help="Verify the solutions in this folder "
-                                                                         "instead of optimizing."),
-    device: str = typer.Option("auto", callback=_device_option),
-    workers: Optional[int] = typer.Option(None, min=1, help="Compile workers (default: cores and memory allow)."),
-    executor: str = typer.Option("local", help="local, or ray (a local cluster, or --ray-address)."),
+    solutions: Optional[Path] = typer.Option(None, "--solutions", help="Verify the solutions in this folder "
+                                                                       "instead of optimizing."),
+    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Compile workers, and problems optimized at once "
+                                                            "(default: cores and memory allow)."),
+    executor: str = typer.Option("local", help="local, or ray (a local 127.0.0.1 cluster, or --ray-address)."),
     ray_address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster."),
     shrink: bool = typer.Option(False, help="Rescale each problem to the CPU budget first."),
     baselines: bool = typer.Option(False, help="Also time eager PyTorch and torch.compile (measured once, reused)."),
     timeout: float = typer.Option(300.0, min=1.0, help="Run clock per evaluation (builds excluded)."),
     build_timeout: float = typer.Option(900.0, "--build-timeout", min=1.0, help="Seconds per extension build."),
-    model: Optional[str] = typer.Option(None, help="Model for optimize mode (or scripted:FILE)."),
+    model: Optional[str] = typer.Option(None, help="Model for optimize mode (default gpt-4o), or scripted:FILE."),
+    judge_model: Optional[str] = typer.Option(None, help="A different model for the judge (default: --model)."),
     base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint."),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", help="Name of the variable holding the key."),
+    api_key_env: Optional[str] = typer.Option(None, help="Name of the variable holding the key (default "
+                                                         "OPENAI_API_KEY)."),
+    temperature: Optional[float] = typer.Option(None, help="Sampling temperature."),
+    reasoning_effort: Optional[str] = typer.Option(None, help="low, medium or high (reasoning models)."),
     rounds: int = typer.Option(4, min=1, help="Rounds per problem (optimize mode)."),
+    candidates: Optional[str] = typer.Option(None, "--candidates", metavar="N",
+                                             help="Candidates per round (optimize mode), as in optimize."),
     resume: Optional[str] = typer.Option(None, help="Continue this sweep: finished problems are skipped."),
-    db: Optional[str] = typer.Option(None, "--db", help="SQLAlchemy URL of the store."),
-    json_output: bool = typer.Option(False, "--json"),
+    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Run over a folder of problems: verify existing solutions (--candidates) or optimize each one."""
+    """Run over a folder of problems: verify existing solutions (--solutions) or optimize each one."""
     policy = EvalPolicy(timeout_s=timeout, build_timeout_s=build_timeout)
-    config = SweepConfig(mode="candidates" if candidates else "optimize",
-                         candidates_dir=str(candidates) if candidates else None, device=device, workers=workers,
-                         executor=executor, ray_address=ray_address, baselines=baselines,
-                         policy=policy, optimize=None if candidates else OptimizeConfig(
-                             device=device, rounds=rounds, policy=policy))
-    models = ModelOptions(model=model, base_url=base_url, api_key_env=api_key_env)
+    optimize = None if solutions else OptimizeConfig(device=device, rounds=rounds, candidates=_per_round(candidates),
+                                                     policy=policy, workers=workers, executor=executor,
+                                                     ray_address=ray_address)
+    config = SweepConfig(mode="candidates" if solutions else "optimize",
+                         candidates_dir=str(solutions) if solutions else None, device=device, workers=workers,
+                         executor=executor, ray_address=ray_address, baselines=baselines, policy=policy,
+                         optimize=optimize)
+    models = _model_spec(model, judge_model, base_url, api_key_env, temperature, reasoning_effort, None)
     try:
         selected = None if resume else select_problems(path or PROBLEMS_ROOT, _levels(level), problems, limit,
                                                        sample, seed, shrink)
-        summary = run_sweep(selected, config, models, db, resume, progress=lambda m: stderr.print(m, markup=False))
+        summary = run_sweep(selected, config, models, db, resume, progress=_lines())
     except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
         raise _fail(str(exc)) from None
+    except RunInterrupted as stop:
+        raise _interrupted(stop) from None
     if json_output:
         typer.echo(json.dumps(summary))
     else:
@@ -342,34 +416,34 @@ def sweep_command(
 
 
 @runs_app.command("list")
-def runs_list_command(db: Optional[str] = typer.Option(None, "--db"), json_output: bool = typer.Option(False, "--json")) -> None:
+def runs_list_command(db: Optional[str] = typer.Option(None, "--db", help=DB_HELP), json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
     """Every run, newest first."""
     _emit(_guarded(runs_list, db), json_output, render.runs_table)
 
 
 @runs_app.command("show")
-def runs_show_command(run_id: str, db: Optional[str] = typer.Option(None, "--db"),
-                      json_output: bool = typer.Option(False, "--json")) -> None:
+def runs_show_command(run_id: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+                      json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
     """One run: its problems or rounds, verdicts, speedups and metrics."""
     _emit(_guarded(run_details, db, run_id), json_output, render.run_table)
 
 
 @runs_app.command("best")
-def runs_best_command(problem: str, db: Optional[str] = typer.Option(None, "--db"),
-                      json_output: bool = typer.Option(False, "--json")) -> None:
+def runs_best_command(problem: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+                      json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
     """The fastest accepted kernels of a problem across all runs."""
     _emit(_guarded(problem_best, db, problem), json_output, render.best_table)
 
 
 @runs_app.command("compare")
-def runs_compare_command(first: str, second: str, db: Optional[str] = typer.Option(None, "--db"),
-                         json_output: bool = typer.Option(False, "--json")) -> None:
+def runs_compare_command(first: str, second: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+                         json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
     """Two runs side by side, per problem."""
     _emit(_guarded(compare_runs, db, first, second), json_output, render.compare_table)
 
 
 @app.command("report")
-def report_command(run_id: str, db: Optional[str] = typer.Option(None, "--db"),
+def report_command(run_id: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                    output: Optional[str] = typer.Option(None, help="Folder (default runs/RUN_ID).")) -> None:
     """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
     html_path, markdown_path = _guarded(write_run_report, db, run_id, output)

@@ -13,6 +13,7 @@ from harness import EvalPolicy, evaluate
 from harness.evaluate import candidate_hash
 from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.matching import match_solution
+from kernelbench.shrink import shrink_problem
 from kernelbench.problem import Problem, fingerprint_source, load_problems
 from kernelwright.eval_service import UsageError
 from store import CandidateRow, EvaluationRow, open_store, record_evaluation
@@ -113,7 +114,8 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
 
 
 def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
-                progress: Progress | None = None) -> list[GateResult]:
+                progress: Progress | None = None, shrink: bool = False) -> list[GateResult]:
+    """Each solution against its problem (matched by file name); `shrink` rescales problems to the CPU budget."""
     if not solutions.is_dir():
         raise UsageError(f"{solutions}: not a folder of solutions")
     problems = load_problems(problems_path or PROBLEMS_ROOT)
@@ -129,6 +131,8 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
             results.append(GateResult("?", str(file), "unmatched",
                                       reasons=["no problem matches this file (name it levelN/<id>_<Name>.py)"]))
             continue
+        if shrink:
+            problem = shrink_problem(problem).problem
         evaluation = evaluate(problem, file.read_text(), device, policy)
         results.append(GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
                                   evaluation.reasons))

@@ -2,63 +2,43 @@
 
 from __future__ import annotations
 
+import json
 import shlex
-import signal
-import threading
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from agent.config import OptimizeConfig
 from agent.llm import ChatModel
 from agent.loop import Optimizer
 from agent.openai_client import OpenAIChatModel, OpenAIConfig
 from agent.pricing import PriceTable
-from agent.recorder import RunRecorder
+from agent.recorder import RunRecorder, stored_problem, stored_spec
+from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
 from harness.device import DeviceError, resolve_device
+from harness.executor import Executor, ExecutorUnavailable, open_executor
 from harness.paths import home
 from kernelbench.bundled import resolve_problem
 from kernelwright.eval_service import UsageError
-from harness.session import kill_live_processes
-from store import open_store
+from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
+from store import open_store, store_location
 from store import runs as run_store
 
 
-class RunInterrupted(Exception):
-    """Ctrl-C: the run is marked `interrupted` and can be resumed."""
-
-    def __init__(self, run_id: str, resume_command: str) -> None:
-        super().__init__(run_id)
-        self.run_id = run_id
-        self.resume_command = resume_command
+Progress = Callable[[str], None]
 
 
-@dataclass
-class ModelOptions:
-    """How to reach the coder (and judge) model."""
-
-    model: str | None = None  # a model name, or scripted:FILE
-    judge_model: str | None = None
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    temperature: float | None = None
-    reasoning_effort: str | None = None
-    prices: str | None = None
-
-
-def build_model(name: str | None, options: ModelOptions) -> ChatModel:
+def build_model(name: str | None, options: ModelSpec) -> ChatModel:
     if name and name.startswith("scripted:"):
         try:
             return ScriptedModel(Path(name.removeprefix("scripted:")))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     try:
-        prices = PriceTable(options.prices)
+        prices = _prices(options.prices)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    config = OpenAIConfig(model=name or "gpt-4o", base_url=options.base_url, api_key_env=options.api_key_env,
+    config = OpenAIConfig(model=name or "gpt-4o", base_url=options.base_url, api_key_env=options.key_variable,
                           temperature=options.temperature, reasoning_effort=options.reasoning_effort)
     from agent.openai_client import ConfigError
 
@@ -68,66 +48,98 @@ def build_model(name: str | None, options: ModelOptions) -> ChatModel:
         raise UsageError(str(exc)) from None
 
 
-def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: ModelOptions, db_url: str | None,
-                 resume: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+def build_models(models: ModelSpec) -> tuple[ChatModel, ChatModel]:
+    """(coder, judge): the judge is the coder unless a judge model is named."""
+    coder = build_model(models.model, models)
+    return coder, build_model(models.judge_model, models) if models.judge_model else coder
+
+
+def _prices(prices: str | None) -> PriceTable:
+    """A price file's path (as given), or its JSON content (as stored with a run)."""
+    if prices and prices.lstrip().startswith("{"):
+        table = PriceTable()
+        try:
+            table.prices.update({name: (float(v["input"]), float(v["output"])) for name, v in json.loads(prices).items()})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"stored price table: {exc}") from None
+        return table
+    return PriceTable(prices)
+
+
+def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: ModelSpec, db_url: str | None,
+                 resume: str | None = None, progress: Progress | None = None,
+                 executor: Executor | None = None) -> dict[str, Any]:
+    """Start a run, or with `resume` continue one from its stored spec (options given in `models` replace the
+    stored ones; budgets and policy are the run's own)."""
     sessions = open_store(db_url)
-    runs_root = home()
     if resume:
-        recorder = RunRecorder.resume(sessions, resume, runs_root)
+        recorder = RunRecorder.resume(sessions, resume, home())
         if problem_spec and resolve_problem(problem_spec).fingerprint != recorder.problem.fingerprint:
             raise UsageError(f"run {resume} optimizes {recorder.problem.key}, not {problem_spec}")
-        config = recorder.config
+        recorder.spec = recorder.spec.model_copy(update={"models": recorder.spec.models.overridden_by(models)})
+        coder, judge = build_models(recorder.spec.models)
     else:
         if not problem_spec:
             raise UsageError("give a PROBLEM (a file or a bundled problem name), or --resume RUN_ID")
         problem = resolve_problem(problem_spec)
-        device = resolve_device(config.device)
-        if device not in ("cpu", "cuda"):
-            raise DeviceError(f"optimize needs a device that runs kernels (cpu or a GPU), not {device}")
-        config = config.model_copy(update={"device": device})
-        recorder = None
-    coder = build_model(models.model, models)
-    judge = build_model(models.judge_model, models) if models.judge_model else coder
-    if recorder is None:
-        recorder = RunRecorder.start(sessions, problem, config, coder.name, runs_root)
+        config = config.model_copy(update={"device": _runnable_device(config.device, progress)})
+        coder, judge = build_models(models)  # before the run exists: a bad endpoint leaves no empty run behind
+        spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
+                       optimize=config)
+        recorder = RunRecorder.start(sessions, problem, spec, home())
+    return _drive(recorder, coder, judge, db_url, progress, executor)
+
+
+def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = None,
+                   executor: Executor | None = None) -> dict[str, Any]:
+    """A new run from `run_id`'s stored spec: the same problem, models, endpoint, sampling, budgets and policy."""
+    sessions = open_store(db_url)
+    spec = stored_spec(sessions, run_id)
+    problem = stored_problem(sessions, spec, run_id)
+    spec = spec.model_copy(update={"optimize": spec.optimize.model_copy(
+        update={"device": _runnable_device(spec.optimize.device, progress)})})
+    coder, judge = build_models(spec.models)
+    recorder = RunRecorder.start(sessions, problem, spec, home())
     if progress:
-        progress(f"run {recorder.run_id}: {recorder.problem.key} on {config.device}, artifacts in {recorder.folder}")
+        progress(f"re-running {run_id} as a new run")
+    return _drive(recorder, coder, judge, db_url, progress, executor)
+
+
+def _runnable_device(device: str, progress: Progress | None) -> str:
+    resolved = resolve_device(device)
+    if resolved not in ("cpu", "cuda"):
+        raise DeviceError(f"optimize needs a device that runs kernels (cpu or a GPU), not {resolved}")
+    return resolved
+
+
+def _drive(recorder: RunRecorder, coder: ChatModel, judge: ChatModel, db_url: str | None,
+           progress: Progress | None, executor: Executor | None) -> dict[str, Any]:
+    config = recorder.config
+    if progress:
+        progress(f"run {recorder.run_id}: {recorder.problem.key} on {config.device}, artifacts in "
+                 f"{recorder.folder.resolve()}, store {store_location(db_url)}")
+    owned = executor is None
+    if executor is None:
+        try:
+            executor = open_executor(config.executor, config.device, config.workers, config.ray_address)
+        except ExecutorUnavailable as exc:
+            raise UsageError(str(exc)) from None
     try:
-        with _stop_on_ctrl_c(recorder):
-            result = Optimizer(recorder.problem, coder, judge, config, recorder, progress).run()
+        with stop_on_ctrl_c(lambda: setattr(recorder, "stopped", True)):
+            result = Optimizer(recorder.problem, coder, judge, config, recorder, executor, progress).run()
     except KeyboardInterrupt:
-        run_store.set_run_status(sessions, recorder.run_id, "interrupted")
-        raise RunInterrupted(recorder.run_id, resume_command(recorder.run_id, models, db_url)) from None
+        run_store.set_run_status(recorder.sessions, recorder.run_id, "interrupted")
+        raise RunInterrupted(recorder.run_id, resume_command(recorder.run_id, db_url)) from None
+    finally:
+        if owned:
+            executor.shutdown()
     return recorder.finish(result)
 
 
-@contextmanager
-def _stop_on_ctrl_c(recorder: RunRecorder) -> Iterator[None]:
-    """On Ctrl-C, kill the builds and children in flight at once (evaluations running in worker threads would
-    otherwise finish first, for up to a minute) and record nothing they report afterwards."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, frame: object) -> None:
-        recorder.stopped = True
-        kill_live_processes(for_good=True)
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def resume_command(run_id: str, models: ModelOptions, db_url: str | None) -> str:
-    """The command that continues `run_id` with the same models (the key comes from the environment again)."""
+def resume_command(run_id: str, db_url: str | None) -> str:
+    """The command that continues `run_id`: its models and endpoint are stored with it (the key is read from the
+    environment again)."""
     words = ["kernelwright", "optimize", "--resume", run_id]
-    for flag, value in (("--model", models.model), ("--judge-model", models.judge_model),
-                        ("--base-url", models.base_url), ("--db", db_url)):
-        if value:
-            words += [flag, shlex.quote(value)]
-    if models.api_key_env != "OPENAI_API_KEY":
-        words += ["--api-key-env", models.api_key_env]
+    if db_url:
+        words += ["--db", shlex.quote(db_url)]
     return " ".join(words)

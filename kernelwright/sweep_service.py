@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import random
+import shlex
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable
 
 from sqlalchemy import select
 
+from agent.run_spec import ModelSpec
 from harness.device import device_notice, resolve_device
+from harness.executor import Executor, ExecutorUnavailable, default_workers, open_executor
 from harness.paths import home
 from kernelbench.problem import Problem, load_problems
 from kernelbench.shrink import shrink_problem
 from kernelwright.eval_service import UsageError
-from kernelwright.optimize_service import ModelOptions, build_model
-from store import ProblemRow, open_store
+from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
+from kernelwright.optimize_service import build_models
+from store import ProblemRow, open_store, store_location
 from store import runs as run_store
 from store.results import upsert_problem
-from sweeps.executor import Executor, LocalExecutor
 from sweeps.sweep import Sweep, SweepConfig, ensure_baselines, sweep_summary
 
 
@@ -46,6 +49,24 @@ def _matches(problem: Problem, wanted: str) -> bool:
     return any(text.lower() == wanted.lower() for text in texts)
 
 
+def _run(sweep: Sweep, config: SweepConfig, models: ModelSpec, executor: Executor) -> None:
+    if config.mode == "optimize":
+        coder, judge = build_models(models)
+        sweep.run_optimize(models, coder, judge, home(), executor, config.workers or default_workers())
+    else:
+        sweep.run_candidates(executor)
+
+
+def _mark_interrupted(sessions: Any, run_id: str, sweep: Sweep) -> None:
+    run_store.set_run_status(sessions, run_id, "interrupted")
+    for recorder in sweep.recorders:
+        run_store.set_run_status(sessions, recorder.run_id, "interrupted")
+
+
+def _resume_command(run_id: str, db_url: str | None) -> str:
+    return " ".join(["kernelwright", "sweep", "--resume", run_id] + (["--db", shlex.quote(db_url)] if db_url else []))
+
+
 def _stored_problems(sessions: Any, fingerprints: list[str]) -> list[Problem]:
     with sessions() as session:
         rows = {r.fingerprint: r for r in session.scalars(select(ProblemRow).where(ProblemRow.fingerprint.in_(fingerprints)))}
@@ -54,19 +75,13 @@ def _stored_problems(sessions: Any, fingerprints: list[str]) -> list[Problem]:
 
 
 def _executor(config: SweepConfig) -> Executor:
-    if config.executor == "ray":
-        from sweeps.ray_executor import RayExecutor, RayUnavailable
-
-        try:
-            return RayExecutor(config.ray_address, config.device, config.workers)
-        except RayUnavailable as exc:
-            raise UsageError(str(exc)) from None
-    if config.executor != "local":
-        raise UsageError(f"--executor {config.executor!r}: choose local or ray")
-    return LocalExecutor(config.workers, config.device)
+    try:
+        return open_executor(config.executor, config.device, config.workers, config.ray_address)
+    except ExecutorUnavailable as exc:
+        raise UsageError(str(exc)) from None
 
 
-def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: ModelOptions, db_url: str | None,
+def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: ModelSpec, db_url: str | None,
               resume: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     sessions = open_store(db_url)
     if resume:
@@ -74,6 +89,7 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         if run is None or run.kind != "sweep":
             raise UsageError(f"no sweep run {resume!r} in this store (see `kernelwright runs list`)")
         config = SweepConfig.model_validate(run.config["sweep"])
+        models = ModelSpec.model_validate(run.config.get("models") or {"model": run.model}).overridden_by(models)
         problems = _stored_problems(sessions, run.config["fingerprints"])
         run_store.set_run_status(sessions, resume, "running")
         run_id = resume
@@ -92,21 +108,24 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         with sessions.begin() as session:
             for problem in problems:
                 upsert_problem(session, problem)
+        if config.mode == "optimize":
+            build_models(models)  # a bad endpoint is a usage error before the sweep exists
         run_id = run_store.create_run(sessions, "sweep", models.model if config.mode == "optimize" else None,
-                                      {"sweep": config.model_dump(), "fingerprints": [p.fingerprint for p in problems]})
+                                      {"sweep": config.model_dump(), "fingerprints": [p.fingerprint for p in problems],
+                                       "models": models.frozen().model_dump() if config.mode == "optimize" else None})
     if progress:
-        progress(f"sweep {run_id}: {len(problems)} problems on {config.device} ({config.mode})")
+        progress(f"sweep {run_id}: {len(problems)} problems on {config.device} ({config.mode}), "
+                 f"{config.executor} executor, store {store_location(db_url)}")
     sweep = Sweep(sessions, run_id, problems, config, progress)
-    if config.mode == "optimize":
-        coder = build_model(models.model, models)
-        judge = build_model(models.judge_model, models) if models.judge_model else coder
-        sweep.run_optimize(coder, judge, home())
-    else:
-        executor = _executor(config)
-        try:
-            sweep.run_candidates(executor)
-        finally:
-            executor.shutdown()
+    executor = _executor(config)
+    try:
+        with stop_on_ctrl_c(sweep.stop):
+            _run(sweep, config, models, executor)
+    except KeyboardInterrupt:
+        _mark_interrupted(sessions, run_id, sweep)
+        raise RunInterrupted(run_id, _resume_command(run_id, db_url)) from None
+    finally:
+        executor.shutdown()
     if config.baselines:
         ensure_baselines(sessions, problems, config.device, config.policy, progress)
     run_store.set_run_status(sessions, run_id, "finished")

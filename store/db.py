@@ -29,6 +29,19 @@ def default_url() -> str:
     return f"sqlite:///{home / 'kernelwright.db'}"
 
 
+def store_location(url: str | None = None) -> str:
+    """Where results go, for people: an absolute path for a SQLite file (the default is relative to the current
+    folder), otherwise the URL without its password."""
+    url = url or default_url()
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return url
+    if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        return str(Path(parsed.database).resolve())
+    return parsed.render_as_string(hide_password=True)
+
+
 def _configure_sqlite(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:

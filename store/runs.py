@@ -73,6 +73,19 @@ def run_evaluation(sessions: sessionmaker[Session], run_id: str, problem: Proble
         return Evaluation.model_validate(row.record) if row is not None else None
 
 
+def set_run_profile(sessions: sessionmaker[Session], run_id: str, problem: Problem, source_hash: str,
+                    metrics: dict[str, Any]) -> None:
+    """Attach the profiler's records to the run's latest evaluation of this kernel (its verdict is untouched)."""
+    with sessions.begin() as session:
+        row = session.scalar(
+            select(EvaluationRow).join(CandidateRow).where(
+                CandidateRow.run_id == run_id, CandidateRow.source_hash == source_hash,
+                CandidateRow.problem.has(fingerprint=problem.fingerprint))
+            .order_by(EvaluationRow.id.desc()).limit(1))
+        if row is not None:
+            row.record = {**row.record, "metrics": metrics}
+
+
 def run_totals(session: Session, run_id: str) -> dict[str, Any]:
     row = session.execute(select(func.count(LLMCallRow.id), func.coalesce(func.sum(LLMCallRow.prompt_tokens), 0),
                                  func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),

@@ -4,6 +4,8 @@ a killed sweep loses nothing finished and restarts the unfinished problems clean
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from concurrent.futures import Future, as_completed
 from pathlib import Path
@@ -17,13 +19,14 @@ from agent.config import OptimizeConfig
 from agent.llm import ChatModel
 from agent.loop import Optimizer
 from agent.recorder import RunRecorder
+from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from harness import EvalPolicy, Evaluation
+from harness.executor import EvalTask, Executor, own_seconds
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
 from store import BaselineRow, SweepItemRow, record_evaluation
 from store import runs as run_store
 from store.results import upsert_problem
-from sweeps.executor import EvalTask, Executor
 from sweeps.metrics import by_level
 
 Progress = Callable[[str], None]
@@ -69,13 +72,23 @@ class Sweep:
         self.say = progress or (lambda _m: None)
         self.started = time.perf_counter()
         self.finished = 0
+        self.lock = threading.Lock()
+        self.stopped = False  # Ctrl-C: nothing reported afterwards is recorded
+        self.recorders: list[RunRecorder] = []
 
     def pending(self) -> list[Problem]:
         done = {key for key, row in _items(self.sessions, self.run_id).items() if row.status == "done"}
         return [p for p in self.problems if p.key not in done]
 
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for recorder in self.recorders:
+                recorder.stopped = True
+
     def _report(self, problem: Problem, verdict: str, speedup: float | None, total: int) -> None:
-        self.finished += 1
+        with self.lock:
+            self.finished += 1
         elapsed = time.perf_counter() - self.started
         rows = list(_items(self.sessions, self.run_id).values())
         failed = sum(1 for r in rows if r.status == "done" and r.verdict != "accepted")
@@ -90,7 +103,7 @@ class Sweep:
         root = Path(self.config.candidates_dir or ".")
         solutions = solutions_by_problem(self.problems, root)
         pending = self.pending()
-        futures: dict[Future[Evaluation], tuple[Problem, str, float]] = {}
+        futures: dict[Future[Evaluation], tuple[Problem, str]] = {}
         for problem in pending:
             file = solutions.get(problem.key)
             if file is None:
@@ -101,44 +114,105 @@ class Sweep:
             _mark(self.sessions, self.run_id, problem, status="running", detail=str(file))
             source = file.read_text()
             task = EvalTask(problem.key, problem, source, self.config.device, self.config.policy)
-            futures[executor.submit(task)] = (problem, source, time.perf_counter())
+            futures[executor.submit(task)] = (problem, source)
         for future in as_completed(futures):
-            problem, source, started = futures[future]
+            problem, source = futures[future]
             try:
                 evaluation = future.result()
             except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
+                if self.stopped:
+                    raise KeyboardInterrupt from None
                 _mark(self.sessions, self.run_id, problem, status="done", verdict="problem_error", detail=str(exc))
                 self._report(problem, "problem_error", None, len(pending))
                 continue
+            if self.stopped:  # killed under it by Ctrl-C: no verdict on the kernel
+                raise KeyboardInterrupt
             evaluation_id = record_evaluation(self.sessions, problem, source, evaluation, run_id=self.run_id,
                                               origin=self.config.candidates_dir)
             _mark(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,
-                  speedup=evaluation.speedup, evaluation_id=evaluation_id, wall_s=time.perf_counter() - started,
+                  speedup=evaluation.speedup, evaluation_id=evaluation_id, wall_s=own_seconds(evaluation),
                   candidate_ms=evaluation.candidate_ms,
                   detail=(evaluation.reasons or [""])[0][:2000])
             self._report(problem, evaluation.verdict.value, evaluation.speedup, len(pending))
 
-    def run_optimize(self, coder: ChatModel, judge: ChatModel, runs_root: Path) -> None:
+    def run_optimize(self, models: ModelSpec, coder: ChatModel, judge: ChatModel, runs_root: Path,
+                     executor: Executor, concurrency: int) -> None:
+        """Up to `concurrency` problems are optimized at once; all their candidates share one executor (so
+        builds overlap and timing stays one at a time)."""
         assert self.config.optimize is not None
         items = _items(self.sessions, self.run_id)
         pending = self.pending()
-        for problem in pending:
-            started = time.perf_counter()
-            child = items.get(problem.key)
-            if child is not None and child.child_run_id:  # interrupted mid-optimize: resume that run exactly
-                recorder = RunRecorder.resume(self.sessions, child.child_run_id, runs_root)
-            else:
-                recorder = RunRecorder.start(self.sessions, problem, self.config.optimize, coder.name, runs_root)
-                _mark(self.sessions, self.run_id, problem, status="running", child_run_id=recorder.run_id)
-            result = Optimizer(problem, coder, judge, self.config.optimize, recorder).run()
-            summary = recorder.finish(result)
-            best = summary["best"]
-            verdict = best["verdict"] if best else _failure_of(result)
-            _mark(self.sessions, self.run_id, problem, status="done", verdict=verdict,
-                  speedup=best["speedup"] if best else None, wall_s=time.perf_counter() - started,
-                  candidate_ms=result.best.attempt.candidate_ms if result.best else None,
-                  cost_usd=summary["cost_usd"], detail=summary["folder"])
-            self._report(problem, verdict, best["speedup"] if best else None, len(pending))
+        calls = [lambda p=problem: self._optimize_guarded(p, items.get(p.key), models, coder, judge, runs_root,
+                                                          executor, len(pending)) for problem in pending]
+        try:
+            for future in as_completed(_in_daemon_threads(calls, concurrency, lambda: self.stopped)):
+                future.result()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _optimize_guarded(self, problem: Problem, *args: Any) -> None:
+        try:
+            self._optimize_one(problem, *args)
+        except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
+            if self.stopped:
+                return
+            _mark(self.sessions, self.run_id, problem, status="done", verdict="problem_error", detail=str(exc))
+            self._report(problem, "problem_error", None, args[-1])
+
+    def _optimize_one(self, problem: Problem, item: SweepItemRow | None, models: ModelSpec, coder: ChatModel,
+                      judge: ChatModel, runs_root: Path, executor: Executor, total: int) -> None:
+        assert self.config.optimize is not None
+        if self.stopped:
+            return
+        if item is not None and item.child_run_id:  # interrupted mid-optimize: resume that run exactly
+            recorder = RunRecorder.resume(self.sessions, item.child_run_id, runs_root)
+        else:
+            spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
+                           optimize=self.config.optimize)
+            recorder = RunRecorder.start(self.sessions, problem, spec, runs_root)
+            _mark(self.sessions, self.run_id, problem, status="running", child_run_id=recorder.run_id)
+        with self.lock:
+            self.recorders.append(recorder)
+            recorder.stopped = self.stopped
+        result = Optimizer(problem, coder, judge, self.config.optimize, recorder, executor).run()
+        if self.stopped:
+            return
+        summary = recorder.finish(result)
+        best = summary["best"]
+        verdict = best["verdict"] if best else _failure_of(result)
+        _mark(self.sessions, self.run_id, problem, status="done", verdict=verdict,
+              speedup=best["speedup"] if best else None, wall_s=summary["seconds"]["wall"],
+              candidate_ms=result.best.attempt.candidate_ms if result.best else None,
+              cost_usd=summary["cost_usd"], detail=result.message or summary["folder"])
+        self._report(problem, verdict, best["speedup"] if best else None, total)
+
+
+def _in_daemon_threads(calls: list[Callable[[], None]], limit: int, stopped: Callable[[], bool]) -> list[Future[None]]:
+    """Run `calls`, `limit` at a time, in daemon threads: on Ctrl-C the sweep exits without waiting for LLM
+    replies nobody will record. Calls not started when `stopped()` turns true are cancelled."""
+    futures: list[Future[None]] = [Future() for _ in calls]
+    work: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for index in range(len(calls)):
+        work.put(index)
+
+    def worker() -> None:
+        while True:
+            try:
+                index = work.get_nowait()
+            except queue.Empty:
+                return
+            if stopped() or not futures[index].set_running_or_notify_cancel():
+                futures[index].cancel()
+                continue
+            try:
+                futures[index].set_result(calls[index]())
+            except BaseException as exc:  # handed to the waiting caller
+                futures[index].set_exception(exc)
+
+    for _ in range(max(1, min(limit, len(calls)))):
+        threading.Thread(target=worker, daemon=True, name="kernelwright-problem").start()
+    return futures
 
 
 def ensure_baselines(sessions: sessionmaker[Session], problems: list[Problem], device: str, policy: EvalPolicy,

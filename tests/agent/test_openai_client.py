@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.llm import LLMError
+from agent.llm import EndpointUnreachable, LLMError
 from agent.openai_client import ConfigError, OpenAIChatModel, OpenAIConfig
 from agent.parse import parse_judge
 from agent.pricing import PriceTable
@@ -74,3 +74,15 @@ def test_no_key_and_no_endpoint_is_a_helpful_error(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="OPENAI_API_KEY.*--base-url"):
         OpenAIChatModel(OpenAIConfig(model="gpt-4o"))
+
+
+def test_refused_connection_fails_at_once_without_retries() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    model, waits = _model(f"http://127.0.0.1:{port}/v1")
+    with pytest.raises(EndpointUnreachable, match="cannot reach .*is the server running"):
+        model.complete(MESSAGES, purpose="coder")
+    assert waits == []

@@ -1,5 +1,5 @@
-"""Kill `optimize` (SIGKILL) in the middle of a run, resume it, and check nothing was paid for or computed
-twice and nothing finished was lost."""
+"""Kill `optimize` (SIGKILL, Ctrl-C) in the middle of a run, resume it with `--resume RUN` alone, and check
+nothing was paid for or computed twice and nothing finished was lost. The real pipeline, end to end."""
 
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ def test_killed_run_resumes_without_redoing_finished_work(tmp_path: Path) -> Non
         calls_before = session.scalar(select(func.count()).select_from(LLMCallRow))
     assert 1 <= calls_before < 5
 
-    resumed = subprocess.run([KERNELWRIGHT, "optimize", "--resume", run_id, "--db", db, "--json",
-                              "--model", f"scripted:{script}"], env=env, capture_output=True, text=True, timeout=600)
+    # alone: the models, budgets and policy come from the run's stored spec
+    resumed = subprocess.run([KERNELWRIGHT, "optimize", "--resume", run_id, "--db", db, "--json"], env=env,
+                             capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     summary = json.loads(resumed.stdout)
     assert summary["run_id"] == run_id and summary["best"]["round"] == 2 and summary["status"] == "finished"
@@ -76,4 +77,10 @@ def test_ctrl_c_stops_at_once_marks_the_run_and_says_how_to_resume(tmp_path: Pat
     with open_store(db)() as session:
         run_id = session.scalar(select(RunRow.id))
         assert session.get(RunRow, run_id).status == "interrupted"
-    assert f"kernelwright optimize --resume {run_id} --model scripted:{script}" in " ".join(stderr.split())
+    command = f"kernelwright optimize --resume {run_id} --db {db}"
+    assert command in " ".join(stderr.split())
+    resumed = subprocess.run([KERNELWRIGHT, *command.split()[1:], "--json"], env=env, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    summary = json.loads(resumed.stdout)
+    assert summary["run_id"] == run_id and summary["status"] == "finished" and summary["best"]["round"] == 2

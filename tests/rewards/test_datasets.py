@@ -59,12 +59,13 @@ def test_export_from_a_scripted_run_loads_with_datasets(tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     from agent.config import OptimizeConfig
     from harness import EvalPolicy
-    from kernelwright.optimize_service import ModelOptions, run_optimize
+    from agent.run_spec import ModelSpec
+    from kernelwright.optimize_service import run_optimize
     from tests.agent.scripts import relu_repair_script
 
     db = f"sqlite:///{tmp_path / 'export.db'}"
     run_optimize("relu", OptimizeConfig(device="cpu", rounds=2, policy=EvalPolicy(timing_budget_s=0.1)),
-                 ModelOptions(model=f"scripted:{relu_repair_script(tmp_path)}"), db)
+                 ModelSpec(model=f"scripted:{relu_repair_script(tmp_path)}"), db)
     kernelwright = str(Path(sys.executable).parent / "kernelwright")
     for kind in ("sft", "rl", "preference"):
         out = tmp_path / f"{kind}.jsonl"

@@ -42,7 +42,7 @@ def test_candidates_sweep_counts_every_problem_and_reports(tmp_path: Path) -> No
     solutions = _solutions(tmp_path, ["level1/1_ReLU.py", "level1/4_Softmax.py"])
     shutil.copy(CPU_CANDIDATES / "level1/1_ReLU.py", solutions / "level1" / "2_GELU.py")  # wrong kernel for GELU
     db = f"sqlite:///{tmp_path / 'sweep.db'}"
-    result = _run(["sweep", str(PROBLEMS), "--candidates", str(solutions), "--device", "cpu", "--limit", "5",
+    result = _run(["sweep", str(PROBLEMS), "--solutions", str(solutions), "--device", "cpu", "--limit", "5",
                    "--db", db, "--json"], tmp_path)
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -74,7 +74,7 @@ def test_sweep_killed_midway_resumes_with_every_problem_recorded_once(tmp_path: 
     solutions = _solutions(tmp_path, names)
     db = f"sqlite:///{tmp_path / 'kill.db'}"
     env = {**os.environ, "KERNELWRIGHT_HOME": str(tmp_path / "home")}
-    command = [KERNELWRIGHT, "sweep", str(PROBLEMS), "--candidates", str(solutions), "--device", "cpu",
+    command = [KERNELWRIGHT, "sweep", str(PROBLEMS), "--solutions", str(solutions), "--device", "cpu",
                "--problems", "ReLU", "--problems", "4", "--problems", "Max_reduction*", "--problems", "level1/8_MSELoss",
                "--workers", "1", "--db", db, "--json"]
     first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
@@ -113,17 +113,19 @@ def test_optimize_sweep_with_the_scripted_model(tmp_path: Path) -> None:
     assert [e["verdict"] for e in shown["evaluations"]] == ["incorrect", "accepted"]
 
 
-def test_ray_executor_on_a_local_cluster(tmp_path: Path) -> None:
+def test_optimize_sweep_evaluates_on_a_local_ray_cluster(tmp_path: Path) -> None:
     pytest.importorskip("ray")
-    solutions = _solutions(tmp_path, ["level1/1_ReLU.py", "level1/4_Softmax.py"])
     db = f"sqlite:///{tmp_path / 'ray.db'}"
-    result = _run(["sweep", str(PROBLEMS), "--candidates", str(solutions), "--problems", "ReLU", "--problems",
-                   "Softmax", "--device", "cpu", "--executor", "ray", "--workers", "2", "--db", db, "--json"], tmp_path)
+    script = relu_repair_script(tmp_path)
+    result = _run(["sweep", str(PROBLEMS), "--problem", "ReLU", "--device", "cpu", "--model", f"scripted:{script}",
+                   "--rounds", "2", "--executor", "ray", "--workers", "2", "--db", db, "--json"], tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(result.stdout)
-    assert [p["verdict"] for p in summary["problems"]] == ["accepted", "accepted"]
-    with open_store(db)() as session:  # the driver wrote every result, once
-        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 2
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert problem["verdict"] == "accepted"
+    with open_store(db)() as session:  # the driver wrote every result, once; each was computed in a Ray task
+        records = [row.record for row in session.scalars(select(EvaluationRow))]
+    assert [r["verdict"] for r in records] == ["incorrect", "accepted"]
+    assert all(r["isolation"]["executor"]["kind"] == "ray" and r["isolation"]["executor"]["node"] for r in records)
 
 
 def test_baselines_are_measured_once_and_reused(tmp_path: Path) -> None:
@@ -131,7 +133,7 @@ def test_baselines_are_measured_once_and_reused(tmp_path: Path) -> None:
 
     solutions = _solutions(tmp_path, ["level1/1_ReLU.py"])
     db = f"sqlite:///{tmp_path / 'base.db'}"
-    args = ["sweep", str(PROBLEMS), "--candidates", str(solutions), "--problems", "ReLU", "--device", "cpu",
+    args = ["sweep", str(PROBLEMS), "--solutions", str(solutions), "--problems", "ReLU", "--device", "cpu",
             "--baselines", "--db", db, "--json"]
     first = _run(args, tmp_path)
     assert first.returncode == 0, first.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""A Ray executor for sweeps beyond one machine: build tasks on CPU resources, evaluation tasks on a timing
+"""A Ray executor for the agent and sweeps beyond one machine: build tasks on CPU resources, evaluation tasks on a timing
 resource (one GPU, or the `kernelwright_timing` slot on a CPU node), retried on worker loss. Tasks only
 *return* evaluations; the driver is the only writer to the store.
 
@@ -12,14 +12,14 @@ import os
 from concurrent.futures import Future
 from typing import Any
 
-from harness import Evaluation
-from sweeps.executor import EvalTask
+from harness.executor import EvalTask, ExecutorUnavailable
+from harness.records import Evaluation
 
 TIMING_RESOURCE = "kernelwright_timing"
 _PASSED_ENV = ("KERNELWRIGHT_HOME", "KERNELWRIGHT_BUILD_CACHE", "KERNELWRIGHT_KEEP_SCRATCH", "PATH")
 
 
-class RayUnavailable(RuntimeError):
+class RayUnavailable(ExecutorUnavailable):
     """Ray is missing or the cluster cannot run kernelwright's tasks; the message says what to do."""
 
 
@@ -29,10 +29,21 @@ def _build(task: EvalTask) -> dict[str, object]:
     return prebuild(task.problem, task.source, task.device, task.policy)
 
 
-def _evaluate(task: EvalTask, _built: dict[str, object]) -> Evaluation:
-    from harness import evaluate
+def _evaluate(task: EvalTask, built: dict[str, Any]) -> Evaluation:
+    from harness.evaluate import evaluate
+    from harness.executor import with_prebuild
 
-    return evaluate(task.problem, task.source, task.device, task.policy)
+    import ray
+
+    node = ray.get_runtime_context().get_node_id()
+    return with_prebuild(evaluate(task.problem, task.source, task.device, task.policy), built,
+                         {"kind": "ray", "node": node})
+
+
+def _profile(task: EvalTask, kernels: list[str]) -> dict[str, Any]:
+    from harness.executor import run_profile
+
+    return run_profile(task, kernels)
 
 
 class RayExecutor:
@@ -57,10 +68,14 @@ class RayExecutor:
                                  f"--resources '{{\"{TIMING_RESOURCE}\": 1}}'")
         self.build = ray.remote(num_cpus=1, max_retries=retries)(_build)
         self.evaluate = ray.remote(num_cpus=0, max_retries=retries, **timing)(_evaluate)
+        self.profiler = ray.remote(num_cpus=0, max_retries=retries, **timing)(_profile)
 
     def submit(self, task: EvalTask) -> "Future[Evaluation]":
         built = self.build.remote(task)
         return self.evaluate.remote(task, built).future()
+
+    def profile(self, task: EvalTask, kernels: list[str]) -> "Future[dict[str, Any]]":
+        return self.profiler.remote(task, kernels).future()
 
     def shutdown(self) -> None:
         if self.started_cluster:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import threading
 import time
 
-from sweeps.executor import _TimingGate, default_workers
+from harness.executor import TimingGate, default_workers
 
 
 def test_gpu_timing_does_not_wait_for_compiles() -> None:
-    gate, inside, timed = _TimingGate(exclusive_with_compiles=False), threading.Event(), threading.Event()
+    gate, inside, timed = TimingGate(exclusive_with_compiles=False), threading.Event(), threading.Event()
     seen: list[bool] = []
 
     def compile_job() -> None:
@@ -28,7 +28,7 @@ def test_gpu_timing_does_not_wait_for_compiles() -> None:
 
 
 def test_cpu_timing_waits_for_compiles_and_blocks_new_ones() -> None:
-    gate, inside, timing_entered = _TimingGate(exclusive_with_compiles=True), threading.Event(), threading.Event()
+    gate, inside, timing_entered = TimingGate(exclusive_with_compiles=True), threading.Event(), threading.Event()
     stamps: dict[str, float] = {}
 
     def first_compile() -> None:

@@ -1,0 +1,96 @@
+"""The typed record of what an optimize run is: its problem, models, endpoint, sampling, budgets, device,
+policy and the code that ran it. Stored with every run, so `--resume RUN` and `rerun RUN` need nothing else
+(API keys are never stored: only the name of the variable that holds one)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from agent.config import OptimizeConfig
+from agent.pricing import load_prices
+
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+
+
+class ModelSpec(BaseModel):
+    """How to reach the coder (and judge) model."""
+
+    model: str | None = Field(None, description="A model name (default gpt-4o), or scripted:FILE.")
+    judge_model: str | None = Field(None, description="A different model for the judge (default: the coder).")
+    base_url: str | None = Field(None, description="An OpenAI-compatible endpoint (default api.openai.com).")
+    api_key_env: str | None = Field(None, description=f"The variable holding the key (default {DEFAULT_API_KEY_ENV}).")
+    temperature: float | None = None
+    reasoning_effort: str | None = None
+    prices: str | None = Field(None, description="A price table: a JSON file's path when given, its content when "
+                                                 "stored (so a re-run costs the same).")
+
+    @property
+    def key_variable(self) -> str:
+        return self.api_key_env or DEFAULT_API_KEY_ENV
+
+    def frozen(self) -> "ModelSpec":
+        """The spec as stored: a price file is replaced by its content, which a later run may not have."""
+        if self.prices and Path(self.prices).is_file():
+            table = {name: {"input": i, "output": o} for name, (i, o) in load_prices(Path(self.prices)).items()}
+            return self.model_copy(update={"prices": json.dumps(table)})
+        return self
+
+    def overridden_by(self, given: "ModelSpec") -> "ModelSpec":
+        """This spec with every option `given` sets explicitly (not None) taking its place."""
+        return self.model_copy(update=given.model_dump(exclude_none=True))
+
+
+class ProblemRef(BaseModel):
+    key: str
+    fingerprint: str = Field(description="sha256 of the problem's source: the run's problem, exactly.")
+    path: str | None = None
+
+
+class RunSpec(BaseModel):
+    """Everything needed to run an optimize run again."""
+
+    problem: ProblemRef
+    models: ModelSpec = Field(default_factory=ModelSpec)
+    optimize: OptimizeConfig = Field(default_factory=OptimizeConfig)
+    kernelwright_version: str | None = None
+    kernelwright_commit: str | None = None
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> "RunSpec":
+        """Runs stored before the spec existed kept only the coder's name under "model"."""
+        if "models" not in stored and stored.get("model"):
+            stored = {**stored, "models": {"model": stored["model"]}}
+        return cls.model_validate(stored)
+
+
+def code_version() -> tuple[str, str | None]:
+    """kernelwright's version and, in a git checkout, its commit (with `+dirty` for uncommitted changes)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kernelwright"), _commit()
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown", _commit()
+
+
+@lru_cache(maxsize=1)
+def _commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")

@@ -1,0 +1,173 @@
+"""Executors run the harness pipeline for the agent and for sweeps: builds in parallel, one timed candidate at
+a time per device. On a GPU one timing job per device while compiles go on; on the CPU timing runs alone while
+compiles wait (a build on the other core would steal the cycles being measured). The judged candidate's
+profile (Nsight Compute) is a job of the same pipeline, under the same gate.
+
+Executors only *return* evaluations: the caller is the only writer to the store."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import psutil
+
+from harness.evaluate import evaluate
+from harness.policy import EvalPolicy
+from harness.prebuild import prebuild
+from harness.records import Evaluation
+from kernelbench.problem import Problem
+
+
+@dataclass
+class EvalTask:
+    key: str  # a label for progress and results, e.g. the problem key
+    problem: Problem
+    source: str
+    device: str
+    policy: EvalPolicy
+
+
+class Executor(Protocol):
+    def submit(self, task: EvalTask) -> "Future[Evaluation]":
+        """Build, check and time one candidate."""
+        ...
+
+    def profile(self, task: EvalTask, kernels: list[str]) -> "Future[dict[str, Any]]":
+        """Nsight Compute records of an accepted GPU candidate's kernels ({"error": ...} when not possible)."""
+        ...
+
+    def shutdown(self) -> None:
+        ...
+
+
+class ExecutorUnavailable(ValueError):
+    """The executor asked for cannot run here; the message says what to do."""
+
+
+def open_executor(kind: str, device: str, workers: int | None = None, ray_address: str | None = None) -> Executor:
+    """`local` (a thread pool here) or `ray` (a local 127.0.0.1 cluster, or the cluster at `ray_address`)."""
+    if kind == "ray":
+        from harness.ray_executor import RayExecutor
+
+        return RayExecutor(ray_address, device, workers)
+    if kind != "local":
+        raise ExecutorUnavailable(f"executor {kind!r}: choose local or ray")
+    return LocalExecutor(workers, device)
+
+
+def run_profile(task: EvalTask, kernels: list[str]) -> dict[str, Any]:
+    if task.device != "cuda":
+        return {"error": f"profiling needs a GPU; this candidate ran on {task.device}"}
+    from harness.profile import profile_candidate
+
+    return profile_candidate(task.problem, task.source, kernels, task.policy)
+
+
+def with_prebuild(evaluation: Evaluation, built: dict[str, Any], executor: dict[str, Any]) -> Evaluation:
+    """Where the evaluation ran, and its separate build step's seconds (its own time, not the time it queued)."""
+    if built.get("seconds"):
+        evaluation.phase_seconds["prebuild"] = float(built["seconds"])
+    evaluation.isolation["executor"] = {**executor, "pid": os.getpid(), "host": socket.gethostname()}
+    return evaluation
+
+
+def own_seconds(evaluation: Evaluation) -> float:
+    """What one evaluation cost: its separate build step plus its checks and timing, queueing excluded."""
+    return evaluation.phase_seconds.get("prebuild", 0.0) + evaluation.phase_seconds.get("total", 0.0)
+
+
+class TimingGate:
+    """Compiles share; timing is exclusive and waits for running compiles (writer-preferring RW lock)."""
+
+    def __init__(self, exclusive_with_compiles: bool) -> None:
+        self.exclusive = exclusive_with_compiles
+        self.condition = threading.Condition()
+        self.compiling = 0
+        self.timing = False
+        self.waiting_timers = 0
+
+    def compile(self) -> "_Section":
+        return _Section(self, shared=True)
+
+    def time(self) -> "_Section":
+        return _Section(self, shared=False)
+
+
+class _Section:
+    def __init__(self, gate: TimingGate, shared: bool) -> None:
+        self.gate, self.shared = gate, shared
+
+    def __enter__(self) -> None:
+        gate = self.gate
+        with gate.condition:
+            if self.shared:
+                gate.condition.wait_for(lambda: not gate.exclusive or (not gate.timing and not gate.waiting_timers))
+                gate.compiling += 1
+            else:
+                gate.waiting_timers += 1
+                gate.condition.wait_for(lambda: not gate.timing and (not gate.exclusive or gate.compiling == 0))
+                gate.waiting_timers -= 1
+                gate.timing = True
+
+    def __exit__(self, *exc: object) -> None:
+        gate = self.gate
+        with gate.condition:
+            if self.shared:
+                gate.compiling -= 1
+            else:
+                gate.timing = False
+            gate.condition.notify_all()
+
+
+def default_workers(memory_per_compile_gb: float = 2.0) -> int:
+    """One compile per core, and no more than memory allows: a torch extension compile peaked at 1.44 GB (with
+    the precompiled header) and 1.54 GB (without) on GCC 12 -O3; 2 GB each leaves room for the children."""
+    memory_gb = psutil.virtual_memory().total / 2**30
+    return max(1, min(os.cpu_count() or 1, int(memory_gb // memory_per_compile_gb)))
+
+
+class LocalExecutor:
+    """A thread pool on this machine. With more than one task in flight, each is first built (in parallel, in
+    the shared cache) and then evaluated under the timing gate; a lone task skips the separate build step."""
+
+    def __init__(self, workers: int | None = None, device: str = "cpu") -> None:
+        self.workers = workers or default_workers()
+        self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kernelwright-eval")
+        self.gate = TimingGate(exclusive_with_compiles=device == "cpu")
+        self.in_flight = 0
+        self.lock = threading.Lock()
+
+    def submit(self, task: EvalTask) -> "Future[Evaluation]":
+        with self.lock:
+            self.in_flight += 1
+        return self.pool.submit(self._run, task)
+
+    def profile(self, task: EvalTask, kernels: list[str]) -> "Future[dict[str, Any]]":
+        return self.pool.submit(self._profile, task, kernels)
+
+    def _run(self, task: EvalTask) -> Evaluation:
+        try:
+            with self.lock:
+                alone = self.in_flight == 1
+            built: dict[str, Any] = {}
+            if not alone and self.workers > 1:
+                with self.gate.compile():
+                    built = prebuild(task.problem, task.source, task.device, task.policy)
+            with self.gate.time():
+                return with_prebuild(evaluate(task.problem, task.source, task.device, task.policy), built,
+                                     {"kind": "local", "workers": self.workers})
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    def _profile(self, task: EvalTask, kernels: list[str]) -> dict[str, Any]:
+        with self.gate.time():
+            return run_profile(task, kernels)
+
+    def shutdown(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
