@@ -16,8 +16,8 @@ from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
 from agent.recorder import RunRecorder
 from harness.evaluate import candidate_hash
-from harness.executor import EvalTask, Executor
-from harness.records import Evaluation
+from harness.eval_task import EvalTask, Executor
+from harness.records import Evaluation, Unjudged
 from kernelbench.problem import Problem
 from rewards import select_exemplars
 
@@ -163,11 +163,11 @@ class Optimizer:
     def _write(self, round_: int, slot: int, messages: list[Message]) -> str | Attempt:
         reply = self._ask(self.coder, round_, "coder", slot, messages)
         if reply is None:
-            return Attempt(source="", verdict="llm_error", reasons=["the coder call failed (see the transcript)"])
+            return Attempt(source="", verdict=Unjudged.LLM_ERROR.value, reasons=["the coder call failed (see the transcript)"])
         try:
             return extract_candidate(reply)
         except ParseError as exc:
-            return Attempt(source=reply[-2000:], verdict="unparseable", reasons=[str(exc)])
+            return Attempt(source=reply[-2000:], verdict=Unjudged.UNPARSEABLE.value, reasons=[str(exc)])
 
     def _evaluate_round(self, round_: int, sources: list[str | Attempt]) -> list[Outcome]:
         """Every new kernel of the round goes to the executor at once; identical kernels are evaluated once."""
@@ -252,7 +252,7 @@ def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
     """What the judge reads next: the round's best kernel, else its first failure that has code to look at."""
     if best is not None:
         return best.attempt
-    return next((o.attempt for o in outcomes if o.attempt.verdict != "llm_error"), None)
+    return next((o.attempt for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR), None)
 
 
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:

@@ -196,11 +196,12 @@ def run_baselines(job: J.ChildJob, problem: Any, payload: dict[str, Any]) -> dic
     for name, build in (("eager", lambda: model), ("compile", lambda: torch.compile(model))):
         try:
             runnable = build()
-            for _ in range(job.warmup_calls):
+            for _ in range(job.policy.warmup_calls):
                 _call(runnable, inputs)
             _sync(job.device)
             probe = timer.time(lambda: _call(runnable, inputs))[0]
-            calls = max(job.min_timed_calls, min(job.max_timed_calls, int(job.timing_budget_s * 1000 / max(probe, 1e-3))))
+            policy = job.policy
+            calls = max(policy.min_timed_calls, min(policy.max_timed_calls, int(policy.timing_budget_s * 1000 / max(probe, 1e-3))))
             measured[name] = [timer.time(lambda: _call(runnable, inputs))[0] for _ in range(calls)]
         except Exception as exc:  # torch.compile fails on some problems and machines: a recorded reason
             measured[f"{name}_error"] = f"{type(exc).__name__}: {str(exc)[:500]}"
@@ -235,13 +236,13 @@ class Child:
         self.events = EventLog(scratch / J.EVENTS_FILE)
         self.events.write(phase="start", netns=_network_namespace())
         if self.job.device == "cpu":
-            torch.set_num_threads(self.job.cpu_threads)
+            torch.set_num_threads(self.job.policy.cpu_threads)
         self.switch = KernelSwitch()
         self.builder = RemoteBuilder(channel, self.switch, compile_only=self.job.device == "cuda-compile-only")
         self.builder.install()
         self.integrity: list[str] = []
         self.result: dict[str, Any] = {"status": "ok", "builds": self.builder.builds, "integrity": self.integrity,
-                                       "device_info": _describe_device(self.job.device, self.job.cpu_threads)}
+                                       "device_info": _describe_device(self.job.device, self.job.policy.cpu_threads)}
         self.problem = module_from_file(scratch / J.PROBLEM_FILE, "kernelwright_problem")  # before candidate code
         self.payload: dict[str, Any] = {}
         self.staged: list[list[Any]] = []
@@ -441,10 +442,10 @@ def main() -> None:
     channel = ChildEnd(read_fd, write_fd)
     channel.send({"hello": os.getpid()})
     child = Child(scratch, channel, role)
-    if role in ("batch", "profile"):  # prebuild, baselines, profiles: no conversation, then the result file
+    if not child.job.conversing:  # build, baseline, profile: no conversation, then the result file
         try:
-            reply = child.do_baseline({}) if child.job.baseline else child.do_load({})
-            if role == "profile":
+            reply = child.do_baseline({}) if child.job.mode == "baseline" else child.do_load({})
+            if child.job.mode == "profile":
                 child.do_correctness({})
             child.result.update(reply)
         except CandidateFailure as failure:

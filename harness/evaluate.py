@@ -10,17 +10,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness import job as J
-from harness.build_service import BuildService
 from harness.canaries import passing_canaries
+from harness.child_run import build_service, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
 from harness.nvml import telemetry_flags
-from harness.paths import build_cache_dir
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
 from harness.reference import ReferenceRun, run_reference
 from harness.roofline import roofline
-from harness.sandbox import ChildOutcome, Limits
+from harness.sandbox import ChildOutcome
 from harness.scratch import read_result, save_inputs, scratch_folder
 from harness.session import ChildSession, ChildStopped
 from harness.source_scan import scan_built_sources
@@ -126,23 +125,6 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
     return events
 
 
-def _job(device: str, policy: EvalPolicy) -> J.ChildJob:
-    return J.ChildJob(device=device, init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads,
-                      hardening=policy.hardening, pool_seed=secrets.randbits(31), cuda_arch=policy.cuda_arch)
-
-
-def limits_for(device: str, policy: EvalPolicy) -> Limits:
-    return Limits(timeout_s=policy.timeout_s, memory_mb=policy.memory_limit_mb,
-                  address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
-
-
-def build_service(device: str, policy: EvalPolicy) -> BuildService:
-    mode = f"nvcc-compile-only-{policy.cuda_arch}" if device == "cuda-compile-only" else "native"
-    limits = Limits(timeout_s=policy.build_timeout_s, memory_mb=policy.memory_limit_mb, address_space_limit=False)
-    return BuildService(build_cache_dir(), mode, limits,
-                        extra_cuda_cflags=["-Xptxas", "-v"] if device == "cuda" else None, cuda_arch=policy.cuda_arch)
-
-
 class _Run:
     """What happened in one isolated run, for `_decide`."""
 
@@ -157,7 +139,7 @@ class _Run:
 
 def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
                   say: Progress) -> None:
-    job = _job(device, policy)
+    job = J.ChildJob(mode="evaluate", device=device, policy=policy)
     builds = build_service(device, policy)
     run = _Run()
     with scratch_folder(problem, source, job) as scratch, ExitStack() as stack:

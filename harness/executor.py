@@ -1,52 +1,21 @@
 """Executors run the harness pipeline for the agent and for sweeps: builds in parallel, one timed candidate at
 a time per device. On a GPU one timing job per device while compiles go on; on the CPU timing runs alone while
 compiles wait (a build on the other core would steal the cycles being measured). The judged candidate's
-profile (Nsight Compute) is a job of the same pipeline, under the same gate.
-
-Executors only *return* evaluations: the caller is the only writer to the store."""
+profile (Nsight Compute) is a job of the same pipeline, under the same gate."""
 
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import psutil
 
+from harness.eval_task import EvalTask, Executor, ExecutorUnavailable, run_profile, with_prebuild
 from harness.evaluate import evaluate
-from harness.policy import EvalPolicy
 from harness.prebuild import prebuild
 from harness.records import Evaluation
-from kernelbench.problem import Problem
-
-
-@dataclass
-class EvalTask:
-    key: str  # a label for progress and results, e.g. the problem key
-    problem: Problem
-    source: str
-    device: str
-    policy: EvalPolicy
-
-
-class Executor(Protocol):
-    def submit(self, task: EvalTask) -> "Future[Evaluation]":
-        """Build, check and time one candidate."""
-        ...
-
-    def profile(self, task: EvalTask, kernels: list[str]) -> "Future[dict[str, Any]]":
-        """Nsight Compute records of an accepted GPU candidate's kernels ({"error": ...} when not possible)."""
-        ...
-
-    def shutdown(self) -> None:
-        ...
-
-
-class ExecutorUnavailable(ValueError):
-    """The executor asked for cannot run here; the message says what to do."""
 
 
 def open_executor(kind: str, device: str, workers: int | None = None, ray_address: str | None = None) -> Executor:
@@ -58,27 +27,6 @@ def open_executor(kind: str, device: str, workers: int | None = None, ray_addres
     if kind != "local":
         raise ExecutorUnavailable(f"executor {kind!r}: choose local or ray")
     return LocalExecutor(workers, device)
-
-
-def run_profile(task: EvalTask, kernels: list[str]) -> dict[str, Any]:
-    if task.device != "cuda":
-        return {"error": f"profiling needs a GPU; this candidate ran on {task.device}"}
-    from harness.profile import profile_candidate
-
-    return profile_candidate(task.problem, task.source, kernels, task.policy)
-
-
-def with_prebuild(evaluation: Evaluation, built: dict[str, Any], executor: dict[str, Any]) -> Evaluation:
-    """Where the evaluation ran, and its separate build step's seconds (its own time, not the time it queued)."""
-    if built.get("seconds"):
-        evaluation.phase_seconds["prebuild"] = float(built["seconds"])
-    evaluation.isolation["executor"] = {**executor, "pid": os.getpid(), "host": socket.gethostname()}
-    return evaluation
-
-
-def own_seconds(evaluation: Evaluation) -> float:
-    """What one evaluation cost: its separate build step plus its checks and timing, queueing excluded."""
-    return evaluation.phase_seconds.get("prebuild", 0.0) + evaluation.phase_seconds.get("total", 0.0)
 
 
 class TimingGate:

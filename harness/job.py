@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+import secrets
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from harness.policy import EvalPolicy
 
 JOB_FILE = "job.json"
 CANDIDATE_FILE = "candidate.py"
@@ -17,22 +20,35 @@ EVENTS_FILE = "events.jsonl"
 LOG_FILE = "child.log"
 
 
+Mode = Literal["evaluate", "build", "profile", "baseline"]
+
+
+def _seed() -> int:
+    return secrets.randbits(31)
+
+
 class ChildJob(BaseModel):
     """Everything the child needs besides the commands it is sent; it reads nothing else from the parent.
-    Never a database URL, a path of the store, or a secret."""
+    Never a database URL, a path of the store, or a secret (seeds are drawn fresh for every job).
 
+    evaluate: a conversation (load, correctness, knock-out, timing) with the parent; the other modes run alone
+    and write their result file. build: import the candidate so its extensions are built into the cache.
+    profile: one forward under Nsight Compute. baseline: time eager PyTorch and torch.compile (no candidate)."""
+
+    mode: Mode
     device: str  # "cpu", "cuda" or "cuda-compile-only"
-    init_seed: int
-    cpu_threads: int
-    hardening: bool = True
-    pool_seed: int = 0  # the fresh-input pools of timed calls (harness/fresh_inputs.py)
-    cuda_arch: str = "sm_90"
-    # baselines only (eager and torch.compile timed in the child: no candidate code is involved)
-    baseline: bool = False
-    warmup_calls: int = 3
-    min_timed_calls: int = 10
-    max_timed_calls: int = 1000
-    timing_budget_s: float = 1.0
+    policy: EvalPolicy = Field(default_factory=EvalPolicy)
+    init_seed: int = Field(default_factory=_seed)
+    pool_seed: int = Field(default_factory=_seed)  # the fresh-input pools of timed calls (harness/fresh_inputs.py)
+
+    @property
+    def hardening(self) -> bool:
+        """Poisoned allocations and before/after reference calls: only when a verdict depends on them."""
+        return self.policy.hardening and self.mode == "evaluate"
+
+    @property
+    def conversing(self) -> bool:
+        return self.mode == "evaluate"
 
 
 class ChildResult(BaseModel):

@@ -3,15 +3,10 @@ workers run ahead of the one timing slot. The later `evaluate()` then imports th
 
 from __future__ import annotations
 
-import secrets
 import time
 
-from harness import job as J
-from harness.evaluate import build_service, limits_for
+from harness.child_run import run_in_child
 from harness.policy import EvalPolicy
-from harness.reference import run_reference
-from harness.scratch import read_result, save_inputs, scratch_folder
-from harness.session import run_child
 from harness.static_check import check_candidate
 from kernelbench.problem import Problem
 
@@ -21,11 +16,6 @@ def prebuild(problem: Problem, source: str, device: str, policy: EvalPolicy) -> 
     started = time.perf_counter()
     if check_candidate(source, policy).verdict:
         return {"status": "skipped", "seconds": 0.0}  # evaluate() rejects it without building anything
-    job = J.ChildJob(device=device, init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads)
-    with scratch_folder(problem, source, job) as scratch:
-        save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
-                                            vary_distributions=False))
-        outcome = run_child(scratch, limits_for(device, policy), on_build=build_service(device, policy))
-        result = read_result(scratch)
-        ok = result is not None and result.status == "ok" and not outcome.timed_out
-        return {"status": "built" if ok else "failed", "seconds": time.perf_counter() - started}
+    run = run_in_child(problem, source, "build", device, policy)
+    ok = run.result is not None and run.result.status == "ok" and not run.outcome.timed_out
+    return {"status": "built" if ok else "failed", "seconds": time.perf_counter() - started}

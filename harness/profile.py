@@ -3,17 +3,13 @@ Missing ncu, missing counter permissions or a failed profile become a recorded r
 
 from __future__ import annotations
 
-import secrets
+from pathlib import Path
 from typing import Any
 
 from harness import job as J
-from harness.evaluate import build_service
+from harness.child_run import limits_for, run_in_child
 from harness.ncu import diagnose_failure, ncu_command, parse_ncu_csv
 from harness.policy import EvalPolicy
-from harness.reference import run_reference
-from harness.sandbox import Limits
-from harness.session import run_child
-from harness.scratch import save_inputs, scratch_folder
 from harness.timing_slot import timing_slot
 from kernelbench.problem import Problem
 
@@ -23,18 +19,18 @@ def profile_candidate(problem: Problem, source: str, kernel_names: list[str], po
     command = ncu_command(kernel_names, "ncu.csv")
     if command is None:
         return {"error": "ncu (Nsight Compute) is not on PATH"}
-    job = J.ChildJob(device="cuda", init_seed=secrets.randbits(31), cpu_threads=policy.cpu_threads, hardening=False)
-    with scratch_folder(problem, source, job) as scratch:
-        save_inputs(scratch, run_reference(problem, "cuda", job.init_seed, [secrets.randbits(31)],
-                                            vary_distributions=False))
-        limits = Limits(timeout_s=policy.timeout_s * 3, memory_mb=policy.memory_limit_mb, address_space_limit=False)
-        with timing_slot("cuda"):  # ncu replays kernels on the device: never while another candidate is timed
-            outcome = run_child(scratch, limits, prefix=command, on_build=build_service("cuda", policy),
-                                role="profile")
-        csv_path = scratch / "ncu.csv"
-        text = csv_path.read_text(errors="replace") if csv_path.exists() else ""
-        records = parse_ncu_csv(text)
-        if records:
-            return {"ncu": records, "kernels": kernel_names}
-        log = (scratch / J.LOG_FILE).read_text(errors="replace") if (scratch / J.LOG_FILE).exists() else ""
-        return {"error": diagnose_failure(text + "\n" + log), "returncode": outcome.returncode}
+    with timing_slot("cuda"):  # ncu replays kernels on the device: never while another candidate is timed
+        run = run_in_child(problem, source, "profile", "cuda", policy, prefix=command,
+                           limits=limits_for("cuda", policy, timeout_scale=3), collect=_read_outputs)
+    text, log = run.collected
+    records = parse_ncu_csv(text)
+    if records:
+        return {"ncu": records, "kernels": kernel_names}
+    return {"error": diagnose_failure(text + "\n" + log), "returncode": run.outcome.returncode}
+
+
+def _read_outputs(scratch: Path) -> tuple[str, str]:
+    """ncu's CSV and the child's log, read before the scratch folder goes."""
+    csv_path, log_path = scratch / "ncu.csv", scratch / J.LOG_FILE
+    return (csv_path.read_text(errors="replace") if csv_path.exists() else "",
+            log_path.read_text(errors="replace") if log_path.exists() else "")

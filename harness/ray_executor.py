@@ -12,7 +12,7 @@ import os
 from concurrent.futures import Future
 from typing import Any
 
-from harness.executor import EvalTask, ExecutorUnavailable
+from harness.eval_task import EvalTask, ExecutorUnavailable
 from harness.records import Evaluation
 
 TIMING_RESOURCE = "kernelwright_timing"
@@ -31,7 +31,7 @@ def _build(task: EvalTask) -> dict[str, object]:
 
 def _evaluate(task: EvalTask, built: dict[str, Any]) -> Evaluation:
     from harness.evaluate import evaluate
-    from harness.executor import with_prebuild
+    from harness.eval_task import with_prebuild
 
     import ray
 
@@ -41,7 +41,7 @@ def _evaluate(task: EvalTask, built: dict[str, Any]) -> Evaluation:
 
 
 def _profile(task: EvalTask, kernels: list[str]) -> dict[str, Any]:
-    from harness.executor import run_profile
+    from harness.eval_task import run_profile
 
     return run_profile(task, kernels)
 

@@ -23,6 +23,19 @@ class Verdict(str, Enum):
     DEGENERATE = "degenerate"
 
 
+class Unjudged(str, Enum):
+    """Why a slot of a run or a problem of a sweep has no harness verdict. The other half of the one outcome
+    vocabulary: an outcome is a Verdict or one of these, never a free-form string."""
+
+    LLM_ERROR = "llm_error"  # the model call failed (after retries)
+    UNPARSEABLE = "unparseable"  # the reply had no complete ModelNew file
+    MISSING = "missing"  # no solution file matches the problem
+    PROBLEM_ERROR = "problem_error"  # the problem itself is broken (its reference fails)
+
+
+OUTCOMES = [v.value for v in Verdict] + [u.value for u in Unjudged]
+
+
 class TrialResult(BaseModel):
     """One correctness trial: one seed, one input set, all outputs compared."""
 

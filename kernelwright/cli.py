@@ -36,6 +36,14 @@ app = typer.Typer(no_args_is_help=True, add_completion=False, context_settings=H
                   help="LLM-written kernels, verified by a harness that treats every candidate as hostile.")
 
 
+def _flag(default: bool, *decls: str, **options: Any) -> Any:
+    """A boolean option without a `<bool>` type column in --help."""
+    return typer.Option(default, *decls, metavar="", **options)
+
+
+DEVICE_CHOICES = "|".join(DEVICES)
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"kernelwright {__version__}")
@@ -43,7 +51,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _main(version: bool = _flag(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """LLM-written kernels, verified by a harness that treats every candidate as hostile."""
 problems_app = typer.Typer(no_args_is_help=True, context_settings=HELP, help="List and inspect KernelBench-format problems.")
@@ -115,10 +123,10 @@ def _device_option(value: str) -> str:
 
 @app.command("eval")
 def eval_command(
-    problem: str = typer.Argument(..., help="Problem file (KernelBench format) or bundled problem name."),
-    candidate: Path = typer.Argument(..., help="Candidate file defining ModelNew."),
-    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    problem: str = typer.Argument(..., metavar="PROBLEM", help="Problem file (KernelBench format) or bundled problem name."),
+    candidate: Path = typer.Argument(..., metavar="CANDIDATE", help="Candidate file defining ModelNew."),
+    device: str = typer.Option("auto", callback=_device_option, metavar=DEVICE_CHOICES, help="cpu, cuda, cuda-compile-only or auto."),
+    json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     trials: int = typer.Option(5, min=1, help="Correctness trials with fresh seeds (5 covers every input "
                                                 "distribution, large magnitudes included)."),
@@ -126,9 +134,9 @@ def eval_command(
                                                         "timing); building is on --build-timeout."),
     build_timeout: float = typer.Option(900.0, "--build-timeout", min=1.0, help="Seconds per extension build."),
     threads: int = typer.Option(1, min=1, help="CPU threads for reference and candidate (CPU device)."),
-    shrink: bool = typer.Option(False, help="Rescale the problem's sizes to the CPU budget first."),
+    shrink: bool = _flag(False, help="Rescale the problem's sizes to the CPU budget first."),
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
-    no_store: bool = typer.Option(False, "--no-store", help="Do not record the result."),
+    no_store: bool = _flag(False, "--no-store", help="Do not record the result."),
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
@@ -155,9 +163,9 @@ def eval_command(
 
 @problems_app.command("list")
 def problems_list(
-    path: Optional[Path] = typer.Argument(None, help="Problem file or folder (default: the bundled set)."),
+    path: Optional[Path] = typer.Argument(None, metavar="PATH", help="Problem file or folder (default: the bundled set)."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """List problems with their level, id and content fingerprint."""
     try:
@@ -173,9 +181,9 @@ def problems_list(
 
 @problems_app.command("shrink")
 def problems_shrink(
-    path: Path = typer.Argument(..., help="Problem file or folder."),
+    path: Path = typer.Argument(..., metavar="PATH", help="Problem file or folder."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
     try:
@@ -187,19 +195,34 @@ def problems_shrink(
 
 @problems_app.command("check")
 def problems_check(
-    path: Path = typer.Argument(..., help="Problem file or folder (a KernelBench checkout works)."),
+    path: Path = typer.Argument(..., metavar="PATH", help="Problem file or folder (a KernelBench checkout works)."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
-    device: str = typer.Option("cpu", callback=_device_option, help="Where to run the references."),
-    shrink: bool = typer.Option(True, help="Rescale sizes to the CPU budget first (needed for KernelBench on CPU)."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    device: str = typer.Option("cpu", callback=_device_option, metavar=DEVICE_CHOICES, help="Where to run the references."),
+    shrink: bool = _flag(True, help="Rescale sizes to the CPU budget first (needed for KernelBench on CPU)."),
+    output: Optional[Path] = typer.Option(None, help="Append each problem's row to this JSONL file as soon as it "
+                                                     "is checked (a killed check keeps every finished problem)."),
+    json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
+    finished: list[dict[str, Any]] = []
+
+    def keep(row: dict[str, Any]) -> None:
+        finished.append(row)
+        if output:
+            with open(output, "a") as sink:
+                sink.write(json.dumps(row) + "\n")
+
     try:
-        rows = check_problems(load_problems(path, _levels(level)), device, shrink,
-                              progress=lambda m: stderr.print(m, end="\r", markup=False))
+        check_problems(load_problems(path, _levels(level)), device, shrink, progress=_lines(), on_row=keep)
     except ProblemError as exc:
         raise _fail(str(exc)) from None
-    _emit(rows, json_output, render.check_table)
+    except OSError as exc:
+        raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
+    except KeyboardInterrupt:
+        _emit(finished, json_output, render.check_table)
+        stderr.print(f"interrupted after {len(finished)} problem(s); the rows above are the finished ones", markup=False)
+        raise typer.Exit(130) from None
+    _emit(finished, json_output, render.check_table)
 
 
 @app.command("gate")
@@ -208,13 +231,13 @@ def gate_command(
                                                         "of the store."),
     problems_dir: Optional[Path] = typer.Option(None, "--problems-dir", "--problems",
                                                 help="Problem folder for --solutions (default: the bundled set)."),
-    shrink: bool = typer.Option(False, help="Rescale each problem of --solutions to the CPU budget first."),
+    shrink: bool = _flag(False, help="Rescale each problem of --solutions to the CPU budget first."),
     run: Optional[str] = typer.Option(None, help="Only kernels of this run."),
     problem: Optional[str] = typer.Option(None, help="Only problems whose key contains this text."),
-    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
+    device: str = typer.Option("auto", callback=_device_option, metavar=DEVICE_CHOICES, help="cpu, cuda, cuda-compile-only or auto."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout."),
+    json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
     policy = _policy(policy_level)
@@ -270,9 +293,9 @@ def _print_optimize(summary: dict[str, Any], json_output: bool) -> None:
 
 @app.command("optimize")
 def optimize_command(
-    problem: Optional[str] = typer.Argument(None, help="Problem file or bundled problem name (optional with "
+    problem: Optional[str] = typer.Argument(None, metavar="PROBLEM", help="Problem file or bundled problem name (optional with "
                                                        "--resume)."),
-    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda or auto (cuda when a GPU is "
+    device: str = typer.Option("auto", callback=_device_option, metavar=DEVICE_CHOICES, help="cpu, cuda or auto (cuda when a GPU is "
                                                                       "visible)."),
     model: Optional[str] = typer.Option(None, help="Model name (default gpt-4o), or scripted:FILE for replies "
                                                    "from a file."),
@@ -297,7 +320,7 @@ def optimize_command(
                                                     "and budgets (model options given here replace the stored "
                                                     "ones)."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """One PyTorch program in, the fastest verified kernel out (best.py and report.md in runs/RUN_ID/)."""
     config = OptimizeConfig(device=device, rounds=rounds, candidates=candidates, patience=patience,
@@ -315,9 +338,9 @@ def optimize_command(
 
 @app.command("rerun")
 def rerun_command(
-    run_id: str = typer.Argument(..., help="An optimize run whose stored spec is run again as a new run."),
+    run_id: str = typer.Argument(..., metavar="RUN_ID", help="An optimize run whose stored spec is run again as a new run."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Start a new run from a run's record: the same problem, models, endpoint, sampling, budgets and policy."""
     try:
@@ -331,7 +354,7 @@ def rerun_command(
 
 @app.command("export")
 def export_command(
-    output: Path = typer.Argument(..., help="The JSONL file to write."),
+    output: Path = typer.Argument(..., metavar="OUTPUT", help="The JSONL file to write."),
     format: str = typer.Option("rl", "--format", help="sft, rl or preference."),
     run: Optional[list[str]] = typer.Option(None, "--run", help="Only these runs (repeatable)."),
     min_speedup: float = typer.Option(0.0, help="Accepted kernels below this speedup are left out."),
@@ -357,7 +380,7 @@ def _per_round(candidates: str | None) -> int:
 
 @app.command("sweep")
 def sweep_command(
-    path: Optional[Path] = typer.Argument(None, help="Problem folder (a KernelBench checkout works; default: the "
+    path: Optional[Path] = typer.Argument(None, metavar="PATH", help="Problem folder (a KernelBench checkout works; default: the "
                                                      "bundled problems)."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
     problems: Optional[list[str]] = typer.Option(None, "--problem", "--problems",
@@ -368,13 +391,13 @@ def sweep_command(
     seed: int = typer.Option(0, help="Seed of --sample."),
     solutions: Optional[Path] = typer.Option(None, "--solutions", help="Verify the solutions in this folder "
                                                                        "instead of optimizing."),
-    device: str = typer.Option("auto", callback=_device_option, help="cpu, cuda, cuda-compile-only or auto."),
+    device: str = typer.Option("auto", callback=_device_option, metavar=DEVICE_CHOICES, help="cpu, cuda, cuda-compile-only or auto."),
     workers: Optional[int] = typer.Option(None, min=1, help="Compile workers, and problems optimized at once "
                                                             "(default: cores and memory allow)."),
     executor: str = typer.Option("local", help="local, or ray (a local 127.0.0.1 cluster, or --ray-address)."),
     ray_address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster."),
-    shrink: bool = typer.Option(False, help="Rescale each problem to the CPU budget first."),
-    baselines: bool = typer.Option(False, help="Also time eager PyTorch and torch.compile (measured once, reused)."),
+    shrink: bool = _flag(False, help="Rescale each problem to the CPU budget first."),
+    baselines: bool = _flag(False, help="Also time eager PyTorch and torch.compile (measured once, reused)."),
     timeout: float = typer.Option(300.0, min=1.0, help="Run clock per evaluation (builds excluded)."),
     build_timeout: float = typer.Option(900.0, "--build-timeout", min=1.0, help="Seconds per extension build."),
     model: Optional[str] = typer.Option(None, help="Model for optimize mode (default gpt-4o), or scripted:FILE."),
@@ -389,7 +412,7 @@ def sweep_command(
                                              help="Candidates per round (optimize mode), as in optimize."),
     resume: Optional[str] = typer.Option(None, help="Continue this sweep: finished problems are skipped."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+    json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Run over a folder of problems: verify existing solutions (--solutions) or optimize each one."""
     policy = EvalPolicy(timeout_s=timeout, build_timeout_s=build_timeout)
@@ -416,28 +439,28 @@ def sweep_command(
 
 
 @runs_app.command("list")
-def runs_list_command(db: Optional[str] = typer.Option(None, "--db", help=DB_HELP), json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
+def runs_list_command(db: Optional[str] = typer.Option(None, "--db", help=DB_HELP), json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """Every run, newest first."""
     _emit(_guarded(runs_list, db), json_output, render.runs_table)
 
 
 @runs_app.command("show")
 def runs_show_command(run_id: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-                      json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
+                      json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """One run: its problems or rounds, verdicts, speedups and metrics."""
     _emit(_guarded(run_details, db, run_id), json_output, render.run_table)
 
 
 @runs_app.command("best")
 def runs_best_command(problem: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-                      json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
+                      json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """The fastest accepted kernels of a problem across all runs."""
     _emit(_guarded(problem_best, db, problem), json_output, render.best_table)
 
 
 @runs_app.command("compare")
 def runs_compare_command(first: str, second: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
-                         json_output: bool = typer.Option(False, "--json", help="Print JSON on stdout.")) -> None:
+                         json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """Two runs side by side, per problem."""
     _emit(_guarded(compare_runs, db, first, second), json_output, render.compare_table)
 

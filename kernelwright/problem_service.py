@@ -29,9 +29,11 @@ def shrink_report(problems: list[Problem], progress: Callable[[str], None] | Non
 
 
 def check_problems(problems: list[Problem], device: str, shrink: bool, trials: int = 4,
-                   progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+                   progress: Callable[[str], None] | None = None,
+                   on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
     """Run the canaries over each problem: which trivial outputs pass on the problem's own inputs, and which
-    still pass once kernelwright's input distributions harden it."""
+    still pass once kernelwright's input distributions harden it. `on_row` gets each problem's row as soon as
+    it is known (a killed check keeps what it finished)."""
     import secrets
 
     from harness.canaries import passing_canaries
@@ -50,12 +52,16 @@ def check_problems(problems: list[Problem], device: str, shrink: bool, trials: i
             hardened = run_reference(target, device, 0, seeds, vary_distributions=True)
         except ProblemError as exc:
             rows.append({"problem": problem.key, "status": "error", "reason": str(exc)})
+            if on_row:
+                on_row(rows[-1])
             continue
         weak, still = passing_canaries(own, policy), passing_canaries(hardened, policy)
         status = "degenerate" if still else ("hardened" if weak else "ok")
         rows.append({"problem": problem.key, "status": status, "passes_on_own_inputs": weak,
                      "passes_after_hardening": still,
                      "reason": _canary_reason(weak, still)})
+        if on_row:
+            on_row(rows[-1])
     return rows
 
 

@@ -61,7 +61,7 @@ def shrink_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(row["problem"], row["status"], row.get("before", "-"), row.get("after", "-"),
-                      escape(str(row.get("changes") or row.get("reason", ""))))
+                      _text(row.get("changes") or row.get("reason")))
     return table
 
 
@@ -90,7 +90,7 @@ def optimize_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"optimize {summary['problem']}", show_header=False)
     best = summary["best"]
     table.add_row("run", summary["run_id"])
-    table.add_row("status", summary["status"])
+    table.add_row("status", summary["status"] + (f": {escape(summary['message'])}" if summary.get("message") else ""))
     table.add_row("best", "none accepted" if best is None else
                   f"[bold green]{best['speedup']:.3f}x[/] (round {best['round']}) -> {best['path']}")
     table.add_row("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']} prompt + "
@@ -102,6 +102,15 @@ def optimize_table(summary: dict[str, Any]) -> Table:
 
 def _speed(value: Any) -> str:
     return "-" if not value else f"{value:.3f}x"
+
+
+def _text(value: Any) -> str:
+    """A cell: '-' for nothing, `name n, ...` for counts, and never rich markup (`[check]` tags stay visible)."""
+    if value is None or value == "" or value == {}:
+        return "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {v}" for k, v in value.items())
+    return escape(str(value))
 
 
 def _columns(title: str, columns: list[str], rows: list[list[str]]) -> Table:
@@ -120,7 +129,7 @@ def metrics_table(metrics: dict[str, Any]) -> Table:
                     + ["geomean (correct)", "failures"],
                     [[level, str(m["problems"]), f"{m['correctness_rate']:.0%}"]
                      + [f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P]
-                     + [_speed(m["geomean_speedup_correct"]), str(m["failures"] or "")]
+                     + [_speed(m["geomean_speedup_correct"]), _text(m["failures"])]
                      for level, m in metrics.items()])
 
 
@@ -132,7 +141,7 @@ def sweep_table(summary: dict[str, Any]) -> Table:
         print_table(table)
     return _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
                                                                           "detail"],
-                    [[p["name"], p["status"], str(p["verdict"]), _speed(p["speedup"]), str(p["detail"] or "")[:120]]
+                    [[p["name"], p["status"], _text(p["verdict"]), _speed(p["speedup"]), _text((p["detail"] or "")[:120])]
                      for p in summary["problems"]])
 
 
@@ -148,7 +157,7 @@ def run_table(details: dict[str, Any]) -> Table:
     print_table(metrics_table(details["metrics"]))
     return _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
                     ["round", "problem", "verdict", "speedup", "first reason"],
-                    [[str(e["round"] or "-"), e["problem"], e["verdict"], _speed(e["speedup"]), escape(e["reason"][:120])]
+                    [[str(e["round"] or "-"), e["problem"], e["verdict"], _speed(e["speedup"]), _text(e["reason"][:120])]
                      for e in details["evaluations"]])
 
 
@@ -156,12 +165,12 @@ def best_table(rows: list[dict[str, Any]]) -> Table:
     return _columns("best kernels", ["problem", "speedup", "slowest", "evaluations", "device", "run", "candidate",
                                      "kernel"],
                     [[r["problem"], _speed(r["speedup"]), _speed(r["slowest"]), str(r["evaluations"]), r["device"],
-                      str(r["run_id"]), str(r["candidate_id"]), r["kernel"]] for r in rows])
+                      _text(r["run_id"]), _text(r["candidate_id"]), r["kernel"]] for r in rows])
 
 
 def compare_table(rows: list[dict[str, Any]]) -> Table:
     return _columns("comparison", ["problem", "A", "A speedup", "B", "B speedup", "B / A"],
-                    [[r["problem"], str(r["a_verdict"]), _speed(r["a_speedup"]), str(r["b_verdict"]),
+                    [[r["problem"], _text(r["a_verdict"]), _speed(r["a_speedup"]), _text(r["b_verdict"]),
                       _speed(r["b_speedup"]), "-" if r["b_over_a"] is None else f"{r['b_over_a']:.2f}"] for r in rows])
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from kernelwright.eval_service import UsageError
 from store import open_store
-from store.browse import best_for_problem, get_run_row, list_runs, run_evaluations
+from store.browse import best_for_problem, get_run_row, list_runs, run_coder_calls, run_evaluations
 from sweeps.metrics import by_level
 from sweeps.sweep import sweep_summary
 
@@ -25,10 +25,44 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
     evaluations = run_evaluations(sessions, run_id)
     accepted = [e for e in evaluations if e["verdict"] == "accepted" and e["speedup"]]
     best = max(accepted, key=lambda e: e["speedup"]) if accepted else None
-    return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in evaluations],
+    attempts = sorted(evaluations + _unevaluated(evaluations, run_coder_calls(sessions, run_id)),
+                      key=lambda e: (e["round"] or 0, e["slot"] or 0))
+    return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in attempts],
             "best": None if best is None else {"verdict": "accepted", "speedup": best["speedup"],
                                                "candidate_id": best["candidate_id"]},
             "metrics": by_level(_best_per_problem(evaluations).values())}
+
+
+def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Round slots with no evaluation of their own, as the run's report.md lists them: a failed call, an
+    unparseable reply, or a kernel identical to one evaluated earlier (evaluated once, shown with its verdict)."""
+    from agent.parse import ParseError, extract_candidate
+    from harness.evaluate import candidate_hash
+
+    done = {(e["problem"], e["round"], e["slot"]) for e in evaluations}
+    by_hash = {(e["problem"], candidate_hash(e["source"])): e for e in evaluations}
+    rows = []
+    for call in calls:
+        if (call["problem"], call["round"], call["slot"]) in done:
+            continue
+        row = {"round": call["round"], "slot": call["slot"], "problem": call["problem"], "level": call["level"],
+               "verdict": "llm_error", "speedup": None, "reason": call["error"] or "", "candidate_id": None,
+               "evaluation_id": None, "device": None}
+        if not call["error"]:
+            try:
+                source = extract_candidate(call["reply"] or "")
+            except ParseError as exc:
+                row.update(verdict="unparseable", reason=str(exc))
+            else:
+                same = by_hash.get((call["problem"], candidate_hash(source)))
+                if same is None:
+                    row.update(verdict="not evaluated", reason="the run stopped before this kernel was evaluated")
+                else:
+                    row.update(verdict=same["verdict"], speedup=same["speedup"], device=same.get("device"),
+                               reason=f"the same kernel as round {same['round']} candidate {(same['slot'] or 0) + 1} "
+                                      "(evaluated once)")
+        rows.append(row)
+    return rows
 
 
 def problem_best(db_url: str | None, name: str) -> list[dict[str, Any]]:

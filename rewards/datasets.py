@@ -4,7 +4,9 @@
   (ConCuR's curation): prompt, rationale (the judge's advice it followed and the coder's prose), kernel.
 - rl: every candidate that has a prompt: prompt, completion, reward (rewards.reward), verdict.
 - preference: per problem, (chosen, rejected) pairs: chosen accepted and at least 10% faster than an accepted
-  rejected, or any accepted kernel against one that was not accepted.
+  rejected, or any accepted kernel against one that was not accepted. DPO needs both answers to one prompt:
+  pairs written from the same prompt (best-of-N slots of a round) have `shared_prompt` true and come first;
+  other pairs carry the rejected kernel's own prompt in `rejected_prompt` (filter on `shared_prompt` for DPO).
 Every record carries the problem fingerprint, the device and the verdict; nothing not accepted is ever chosen
 or carries a positive reward.
 """
@@ -80,8 +82,9 @@ def preference_records(rows: list[dict[str, Any]], min_speedup: float = 0.0) -> 
                     continue
                 records.append({**_common(chosen), "prompt": chosen["prompt"], "chosen": chosen["source"],
                                 "rejected": other["source"], "chosen_speedup": chosen["speedup"],
-                                "rejected_speedup": other["speedup"], "rejected_verdict": other["verdict"]})
-    return records
+                                "rejected_speedup": other["speedup"], "rejected_verdict": other["verdict"],
+                                "rejected_prompt": other["prompt"], "shared_prompt": other["prompt"] == chosen["prompt"]})
+    return sorted(records, key=lambda r: not r["shared_prompt"])
 
 
 BUILDERS = {"sft": sft_records, "rl": rl_records, "preference": preference_records}

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.models import CandidateRow, EvaluationRow, ProblemRow, RunRow, SweepItemRow
+from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow, SweepItemRow
 from store.runs import run_totals
 
 
@@ -37,8 +37,19 @@ def run_evaluations(sessions: sessionmaker[Session], run_id: str) -> list[dict[s
                  .where(CandidateRow.run_id == run_id).order_by(EvaluationRow.id))
         return [{"round": (c.round or 0) + 1 if c.round is not None else None, "slot": c.slot, "problem": p.name,
                  "level": p.level, "verdict": e.verdict, "speedup": e.speedup, "reason": (e.reasons or [""])[0],
-                 "candidate_id": c.id, "source": c.source, "evaluation_id": e.id}
+                 "candidate_id": c.id, "source": c.source, "evaluation_id": e.id, "device": e.device}
                 for c, e, p in session.execute(query)]
+
+
+def run_coder_calls(sessions: sessionmaker[Session], run_id: str) -> list[dict[str, Any]]:
+    """The coder calls of a run (the last try per round and slot): what each slot of each round got back."""
+    with sessions() as session:
+        query = (select(LLMCallRow, ProblemRow).join(ProblemRow, ProblemRow.id == LLMCallRow.problem_ref)
+                 .where(LLMCallRow.run_id == run_id, LLMCallRow.purpose == "coder").order_by(LLMCallRow.id))
+        calls = {(p.name, c.round, c.slot): {"round": c.round + 1, "slot": c.slot, "problem": p.name, "level": p.level,
+                                             "error": c.error, "reply": c.reply}
+                 for c, p in session.execute(query)}
+    return list(calls.values())
 
 
 def best_for_problem(sessions: sessionmaker[Session], name: str, limit: int = 10) -> list[dict[str, Any]]:

@@ -131,7 +131,7 @@ class SweepItemRow(Base):
     problem_key: Mapped[str] = mapped_column(String(300))
     level: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(32), default="pending")  # pending | running | done
-    verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)  # or missing / llm_failure
+    verdict: Mapped[str | None] = mapped_column(String(32), nullable=True)  # a Verdict or an Unjudged value (harness/records.py)
     speedup: Mapped[float | None] = mapped_column(Float, nullable=True)
     evaluation_id: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id"), nullable=True)
     child_run_id: Mapped[str | None] = mapped_column(String(64), nullable=True)  # the optimize run (optimize mode)

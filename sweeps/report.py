@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ def _rows(details: dict[str, Any]) -> list[dict[str, Any]]:
         return [{"problem": p["name"], "level": p["level"], "verdict": p["verdict"], "speedup": p["speedup"],
                  "detail": p.get("detail") or "", "round": None} for p in details["problems"]]
     return [{"problem": e["problem"], "level": e["level"], "verdict": e["verdict"], "speedup": e["speedup"],
-             "detail": e["reason"], "round": e["round"], "candidate_id": e["candidate_id"]}
+             "detail": e["reason"], "round": e["round"], "candidate_id": e["candidate_id"], "device": e.get("device")}
             for e in details["evaluations"]]
 
 
@@ -32,14 +33,23 @@ def _histogram(speedups: list[float]) -> str:
         counts[sum(s >= e for e in edges)] += 1
     top = max(counts) or 1
     bars = "".join(f'<rect x="{20 + i * 55}" y="{170 - 140 * c / top:.1f}" width="45" height="{140 * c / top:.1f}" '
-                   f'fill="#4a7bd0"/><text x="{42 + i * 55}" y="190" font-size="10" text-anchor="middle">{labels[i]}'
+                   f'fill="#4a7bd0"/><text x="{42 + i * 55}" y="190" font-size="10" text-anchor="middle">'
+                   f'{html.escape(labels[i])}'
                    f'</text><text x="{42 + i * 55}" y="{165 - 140 * c / top:.1f}" font-size="10" '
                    f'text-anchor="middle">{c}</text>' for i, c in enumerate(counts))
     return (f'<svg role="img" aria-label="speedup distribution" width="470" height="210">'
-            f'<text x="10" y="15" font-size="12">speedup distribution (accepted kernels)</text>{bars}</svg>')
+            f'<text x="10" y="15" font-size="12">speedup distribution (accepted kernels)</text>{bars}'
+            f'{_axes("speedup over the reference", "kernels")}</svg>')
+
+
+def _axes(x_label: str, y_label: str) -> str:
+    return (f'<text x="235" y="206" font-size="10" text-anchor="middle">{html.escape(x_label)}</text>'
+            f'<text x="10" y="110" font-size="10" transform="rotate(-90 10 110)" text-anchor="middle">'
+            f'{html.escape(y_label)}</text>')
 
 
 def _fast_p_curve(speedups: list[float], total: int) -> str:
+    """`speedups`: each problem's best accepted speedup (one per problem, so the fraction never exceeds 1)."""
     ps = [i / 10 for i in range(0, 31)]
     points = " ".join(f"{30 + p * 130:.1f},{180 - 150 * (sum(s > p for s in speedups) / total if total else 0):.1f}"
                       for p in ps)
@@ -47,7 +57,7 @@ def _fast_p_curve(speedups: list[float], total: int) -> str:
     return (f'<svg role="img" aria-label="fast_p" width="470" height="210"><text x="10" y="15" font-size="12">'
             f'fast_p: fraction of all problems correct and faster than p</text><polyline points="{points}" '
             f'fill="none" stroke="#d0704a" stroke-width="2"/><line x1="30" y1="180" x2="430" y2="180" stroke="#999"/>'
-            f'{ticks}</svg>')
+            f'{ticks}{_axes("p (speedup threshold)", "fraction of problems")}</svg>')
 
 
 def _progress(rows: list[dict[str, Any]]) -> str:
@@ -63,7 +73,12 @@ def _progress(rows: list[dict[str, Any]]) -> str:
     line = " ".join(f"{30 + i * 400 / max(1, len(rounds) - 1):.1f},{180 - 150 * b / top:.1f}" for i, b in points)
     return (f'<svg role="img" aria-label="progress" width="470" height="210"><text x="10" y="15" font-size="12">'
             f'best speedup so far, by round (top {top:.2f}x)</text><polyline points="{line}" fill="none" '
-            f'stroke="#2c8a4a" stroke-width="2"/></svg>')
+            f'stroke="#2c8a4a" stroke-width="2"/>{_round_ticks(rounds)}{_axes("round", "best speedup")}</svg>')
+
+
+def _round_ticks(rounds: list[int]) -> str:
+    step = 400 / max(1, len(rounds) - 1)
+    return "".join(f'<text x="{30 + i * step:.0f}" y="195" font-size="10">{r}</text>' for i, r in enumerate(rounds))
 
 
 def _metrics_table(metrics: dict[str, Any]) -> str:
@@ -73,9 +88,13 @@ def _metrics_table(metrics: dict[str, Any]) -> str:
         geo = m["geomean_speedup_correct"]
         body += (f"<tr><td>{level}</td><td>{m['problems']}</td><td>{m['correctness_rate']:.0%}</td>"
                  + "".join(f"<td>{m['fast_p'][f'{p:g}']:.0%}</td>" for p in FAST_P)
-                 + f"<td>{'-' if geo is None else f'{geo:.2f}x'}</td><td>{html.escape(str(m['failures']))}</td></tr>")
+                 + f"<td>{'-' if geo is None else f'{geo:.2f}x'}</td><td>{html.escape(_counts(m['failures']))}</td></tr>")
     return (f"<table><tr><th>level</th><th>problems</th><th>correct</th>{head}<th>geomean (correct)</th>"
             f"<th>failures</th></tr>{body}</table>")
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
 
 
 def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str]) -> tuple[Path, Path]:
@@ -89,6 +108,10 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
         links[label] = f"kernels/{name}"
     rows = _rows(details)
     speedups = [r["speedup"] for r in rows if r["verdict"] == "accepted" and r["speedup"]]
+    best: dict[str, float] = {}
+    for r in rows:
+        if r["verdict"] == "accepted" and r["speedup"]:
+            best[r["problem"]] = max(best.get(r["problem"], 0.0), r["speedup"])
     total = len({r["problem"] for r in rows})
     table = "".join(
         f"<tr><td>{html.escape(str(r['problem']))}</td><td>{r['round'] or ''}</td><td class="
@@ -97,8 +120,10 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
         f"<td>{_link(links, r)}</td><td>{html.escape(str(r['detail'])[:300])}</td></tr>" for r in rows)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>kernelwright {details['run_id']}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{details['kind']} {html.escape(details['run_id'])}</h1>"
-            f"<p>status {details['status']}, {details.get('llm_calls', 0)} LLM calls, ${details.get('cost_usd', 0):.4f}"
-            f"</p>{_metrics_table(details['metrics'])}<div>{_histogram(speedups)}{_fast_p_curve(speedups, total)}"
+            f"<p>status {html.escape(str(details['status']))}, device {html.escape(_device(details, rows))}, "
+            f"created {html.escape(str(details.get('created_at', '-')))}, report written "
+            f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {details.get('llm_calls', 0)} LLM calls, "
+            f"${details.get('cost_usd', 0):.4f}</p>{_metrics_table(details['metrics'])}<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}"
             f"{_progress(rows)}</div><table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th>"
             f"<th>kernel</th><th>first reason</th></tr>{table}</table></body></html>")
     html_path = folder / "report.html"
@@ -106,6 +131,11 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
     markdown_path = folder / "summary.md"
     markdown_path.write_text(_markdown(details, rows))
     return html_path, markdown_path
+
+
+def _device(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    devices = sorted({str(r["device"]) for r in rows if r.get("device")})
+    return ", ".join(devices) or str(details.get("device") or "-")
 
 
 def _link(links: dict[str, str], row: dict[str, Any]) -> str:

@@ -21,7 +21,8 @@ from agent.loop import Optimizer
 from agent.recorder import RunRecorder
 from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from harness import EvalPolicy, Evaluation
-from harness.executor import EvalTask, Executor, own_seconds
+from harness.records import Unjudged
+from harness.eval_task import EvalTask, Executor, own_seconds
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
 from store import BaselineRow, SweepItemRow, record_evaluation
@@ -107,9 +108,9 @@ class Sweep:
         for problem in pending:
             file = solutions.get(problem.key)
             if file is None:
-                _mark(self.sessions, self.run_id, problem, status="done", verdict="missing",
+                _mark(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.MISSING.value,
                       detail=f"no solution in {root} matches this problem")
-                self._report(problem, "missing", None, len(pending))
+                self._report(problem, Unjudged.MISSING.value, None, len(pending))
                 continue
             _mark(self.sessions, self.run_id, problem, status="running", detail=str(file))
             source = file.read_text()
@@ -122,8 +123,8 @@ class Sweep:
             except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
                 if self.stopped:
                     raise KeyboardInterrupt from None
-                _mark(self.sessions, self.run_id, problem, status="done", verdict="problem_error", detail=str(exc))
-                self._report(problem, "problem_error", None, len(pending))
+                _mark(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.PROBLEM_ERROR.value, detail=str(exc))
+                self._report(problem, Unjudged.PROBLEM_ERROR.value, None, len(pending))
                 continue
             if self.stopped:  # killed under it by Ctrl-C: no verdict on the kernel
                 raise KeyboardInterrupt
@@ -157,8 +158,8 @@ class Sweep:
         except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
             if self.stopped:
                 return
-            _mark(self.sessions, self.run_id, problem, status="done", verdict="problem_error", detail=str(exc))
-            self._report(problem, "problem_error", None, args[-1])
+            _mark(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.PROBLEM_ERROR.value, detail=str(exc))
+            self._report(problem, Unjudged.PROBLEM_ERROR.value, None, args[-1])
 
     def _optimize_one(self, problem: Problem, item: SweepItemRow | None, models: ModelSpec, coder: ChatModel,
                       judge: ChatModel, runs_root: Path, executor: Executor, total: int) -> None:
@@ -249,12 +250,13 @@ def _baselines(sessions: sessionmaker[Session], fingerprints: dict[str, str], de
 
 
 def _failure_of(result: Any) -> str:
-    """The verdict that best describes a problem with no accepted kernel (llm_failure when nothing was parsed)."""
+    """The outcome that best describes a problem with no accepted kernel: its most telling harness verdict, else
+    why no kernel reached the harness."""
     verdicts = [o.attempt.verdict for o in result.outcomes]
     for verdict in ("incorrect", "runtime_error", "compile_error", "rejected", "timeout", "crash"):
         if verdict in verdicts:
             return verdict
-    return "llm_failure"
+    return Unjudged.UNPARSEABLE.value if Unjudged.UNPARSEABLE.value in verdicts else Unjudged.LLM_ERROR.value
 
 
 def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any]:
@@ -263,7 +265,7 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
     order = {key: i for i, key in enumerate((run.config or {}).get("sweep", {}).get("problem_keys", []))}
     items.sort(key=lambda r: order.get(r.problem_key, len(order)))
     problems = [{"name": r.problem_key, "level": r.level, "status": r.status,
-                 "best": None if r.status != "done" or r.verdict in (None, "missing", "problem_error", "llm_failure")
+                 "best": None if r.status != "done" or r.verdict in (None, *(u.value for u in Unjudged))
                  else {"verdict": r.verdict, "speedup": r.speedup},
                  "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
                  "detail": r.detail, "child_run_id": r.child_run_id, "candidate_ms": r.candidate_ms} for r in items]

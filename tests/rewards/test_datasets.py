@@ -50,6 +50,13 @@ def test_preference_pairs_never_choose_a_failed_or_barely_faster_kernel() -> Non
     assert all(p["verdict"] == "accepted" and p["problem_fingerprint"] == "fp1" for p in pairs)
 
 
+def test_preference_pairs_say_whether_both_kernels_answer_the_same_prompt() -> None:
+    other_prompt = {**_row(6, "incorrect", None, "wrong-elsewhere"), "prompt": [{"role": "user", "content": "fix it"}]}
+    pairs = preference_records([ROWS[0], ROWS[3], other_prompt])
+    assert [(p["rejected"], p["shared_prompt"]) for p in pairs] == [("wrong", True), ("wrong-elsewhere", False)]
+    assert pairs[1]["prompt"] == ROWS[0]["prompt"] and pairs[1]["rejected_prompt"] == other_prompt["prompt"]
+
+
 def test_rationale_drops_code() -> None:
     assert rationale(_row(1, "accepted", 1.0, "s", judge="J", reply="why ```python\nx\n``` end")) == "J\n\nwhy  end"
 
