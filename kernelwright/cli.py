@@ -187,7 +187,7 @@ def problems_shrink(
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
     try:
-        rows = shrink_report(load_problems(path, _levels(level)), progress=lambda m: stderr.print(m, end="\r", markup=False))
+        rows = shrink_report(load_problems(path, _levels(level)), progress=_lines())
     except ProblemError as exc:
         raise _fail(str(exc)) from None
     _emit(rows, json_output, render.shrink_table)
@@ -445,28 +445,34 @@ def runs_list_command(db: Optional[str] = typer.Option(None, "--db", help=DB_HEL
 
 
 @runs_app.command("show")
-def runs_show_command(run_id: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+def runs_show_command(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run id (see runs list)."),
+                      db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                       json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """One run: its problems or rounds, verdicts, speedups and metrics."""
     _emit(_guarded(run_details, db, run_id), json_output, render.run_table)
 
 
 @runs_app.command("best")
-def runs_best_command(problem: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+def runs_best_command(problem: str = typer.Argument(..., metavar="PROBLEM", help="A problem name or key, e.g. "
+                                                                                  "ReLU or level1/1_ReLU."),
+                      db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                       json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """The fastest accepted kernels of a problem across all runs."""
     _emit(_guarded(problem_best, db, problem), json_output, render.best_table)
 
 
 @runs_app.command("compare")
-def runs_compare_command(first: str, second: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+def runs_compare_command(first: str = typer.Argument(..., metavar="RUN_A", help="The first run."),
+                         second: str = typer.Argument(..., metavar="RUN_B", help="The run compared with it."),
+                         db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                          json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """Two runs side by side, per problem."""
     _emit(_guarded(compare_runs, db, first, second), json_output, render.compare_table)
 
 
 @app.command("report")
-def report_command(run_id: str, db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
+def report_command(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A run id (see runs list)."),
+                   db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                    output: Optional[str] = typer.Option(None, help="Folder (default runs/RUN_ID).")) -> None:
     """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
     html_path, markdown_path = _guarded(write_run_report, db, run_id, output)

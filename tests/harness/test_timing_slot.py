@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
-from harness import timed_calls
+from agent.config import OptimizeConfig
+from agent.run_spec import ModelSpec
+from harness import EvalPolicy, timed_calls
 from harness.timing_slot import timing_slot
-from kernelbench.bundled import find_bundled
+from kernelwright.optimize_service import run_optimize
 from tests.conftest import RELU_CANDIDATE
 
 
@@ -34,9 +37,9 @@ def test_the_slot_excludes_threads_of_one_process() -> None:
 
 
 @pytest.mark.slow
-def test_best_of_n_evaluations_are_timed_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two evaluations started together (as `optimize --candidates 2` does): their timed regions must not overlap;
-    this fails if timing is ever done concurrently again."""
+def test_optimize_best_of_four_times_one_candidate_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`optimize --candidates 4` through the real local executor and harness: four kernels of one round (the same
+    C++ source, so one cached build) are timed one after another; this fails if timing ever overlaps again."""
     intervals: list[tuple[float, float]] = []
     measure = timed_calls.Timing.measure
 
@@ -48,10 +51,11 @@ def test_best_of_n_evaluations_are_timed_one_at_a_time(monkeypatch: pytest.Monke
             intervals.append((began, time.perf_counter()))
 
     monkeypatch.setattr(timed_calls.Timing, "measure", recorded)
-    policy = EvalPolicy(timing_budget_s=0.2)
-    with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda _: evaluate(find_bundled("relu"), RELU_CANDIDATE.read_text(), "cpu", policy),
-                                range(2)))
-    assert all(r.verdict is Verdict.ACCEPTED for r in results)
-    (a_start, a_end), (b_start, b_end) = sorted(intervals)
-    assert a_end <= b_start, f"timed regions overlapped: {intervals}"
+    kernels = [RELU_CANDIDATE.read_text() + f"\n# variant {slot}\n" for slot in range(4)]
+    script = tmp_path / "four.json"
+    script.write_text(json.dumps({"replies": [{"purpose": "coder", "content": f"```python\n{k}```"} for k in kernels]}))
+    config = OptimizeConfig(device="cpu", rounds=1, candidates=4, workers=4, policy=EvalPolicy(timing_budget_s=0.2))
+    summary = run_optimize("relu", config, ModelSpec(model=f"scripted:{script}"), f"sqlite:///{tmp_path / 't.db'}")
+    assert summary["best"]["verdict"] == "accepted" and len(intervals) == 4
+    ordered = sorted(intervals)
+    assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])), f"timed regions overlapped: {intervals}"

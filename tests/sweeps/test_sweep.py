@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from store import EvaluationRow, SweepItemRow, open_store
+from store import EvaluationRow, RunRow, SweepItemRow, open_store
 from tests.agent.scripts import relu_repair_script
 from tests.conftest import BUNDLED, CPU_CANDIDATES
 
@@ -99,6 +99,31 @@ def test_sweep_killed_midway_resumes_with_every_problem_recorded_once(tmp_path: 
     with open_store(db)() as session:
         assert session.scalar(select(func.count()).select_from(SweepItemRow)) == 4
         assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 4  # finished work not redone
+
+
+def test_ctrl_c_stops_a_sweep_at_once_and_it_resumes_alone(tmp_path: Path) -> None:
+    solutions = _solutions(tmp_path, ["level1/1_ReLU.py", "level1/4_Softmax.py"])
+    db = f"sqlite:///{tmp_path / 'int.db'}"
+    env = {**os.environ, "KERNELWRIGHT_HOME": str(tmp_path / "home")}
+    sweep = subprocess.Popen([KERNELWRIGHT, "sweep", str(PROBLEMS), "--solutions", str(solutions), "--device", "cpu",
+                              "--problem", "ReLU", "--problem", "Softmax", "--db", db], env=env, text=True,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((tmp_path / "home" / "scratch").glob("eval-*")):
+        time.sleep(0.1)  # an evaluation is under way
+    os.killpg(sweep.pid, signal.SIGINT)
+    started = time.time()
+    _, stderr = sweep.communicate(timeout=60)
+    assert sweep.returncode == 130 and time.time() - started < 10, stderr
+    with open_store(db)() as session:
+        run_id = session.scalar(select(SweepItemRow.run_id))
+        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 0  # nothing cut short recorded
+        assert session.get(RunRow, run_id).status == "interrupted"
+    command = f"kernelwright sweep --resume {run_id} --db {db}"
+    assert command in " ".join(stderr.split())
+    resumed = _run([*command.split()[1:], "--json"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert [p["verdict"] for p in json.loads(resumed.stdout)["problems"]] == ["accepted", "accepted"]
 
 
 def test_optimize_sweep_with_the_scripted_model(tmp_path: Path) -> None:
