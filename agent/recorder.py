@@ -46,7 +46,7 @@ class RunRecorder:
         spec = spec.model_copy(update={
             "problem": ProblemRef(key=problem.key, fingerprint=problem.fingerprint, path=problem.path),
             "models": spec.models.frozen(), "kernelwright_version": version, "kernelwright_commit": commit})
-        run_id = run_store.create_run(sessions, "optimize", spec.models.model, spec.model_dump(mode="json"))
+        run_id = run_store.create_run(sessions, "optimize", spec.models.coder, spec.model_dump(mode="json"))
         return cls(sessions, run_id, problem, runs_root / run_id, spec)
 
     @classmethod

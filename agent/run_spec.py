@@ -16,12 +16,13 @@ from agent.config import OptimizeConfig
 from agent.pricing import load_prices
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_MODEL = "gpt-4o"
 
 
 class ModelSpec(BaseModel):
     """How to reach the coder (and judge) model."""
 
-    model: str | None = Field(None, description="A model name (default gpt-4o), or scripted:FILE.")
+    model: str | None = Field(None, description=f"A model name (default {DEFAULT_MODEL}), or scripted:FILE.")
     judge_model: str | None = Field(None, description="A different model for the judge (default: the coder).")
     base_url: str | None = Field(None, description="An OpenAI-compatible endpoint (default api.openai.com).")
     api_key_env: str | None = Field(None, description=f"The variable holding the key (default {DEFAULT_API_KEY_ENV}).")
@@ -29,6 +30,10 @@ class ModelSpec(BaseModel):
     reasoning_effort: str | None = None
     prices: str | None = Field(None, description="A price table: a JSON file's path when given, its content when "
                                                  "stored (so a re-run costs the same).")
+
+    @property
+    def coder(self) -> str:
+        return self.model or DEFAULT_MODEL
 
     @property
     def key_variable(self) -> str:

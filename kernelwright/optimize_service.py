@@ -13,7 +13,7 @@ from agent.loop import Optimizer
 from agent.openai_client import OpenAIChatModel, OpenAIConfig
 from agent.pricing import PriceTable
 from agent.recorder import RunRecorder, stored_problem, stored_spec
-from agent.run_spec import ModelSpec, ProblemRef, RunSpec
+from agent.run_spec import DEFAULT_MODEL, ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
 from harness.device import DeviceError, resolve_device
 from harness.eval_task import Executor, ExecutorUnavailable
@@ -39,7 +39,7 @@ def build_model(name: str | None, options: ModelSpec) -> ChatModel:
         prices = _prices(options.prices)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    config = OpenAIConfig(model=name or "gpt-4o", base_url=options.base_url, api_key_env=options.key_variable,
+    config = OpenAIConfig(model=name or DEFAULT_MODEL, base_url=options.base_url, api_key_env=options.key_variable,
                           temperature=options.temperature, reasoning_effort=options.reasoning_effort)
     from agent.openai_client import ConfigError
 

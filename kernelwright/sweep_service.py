@@ -111,7 +111,7 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
                 upsert_problem(session, problem)
         if config.mode == "optimize":
             build_models(models)  # a bad endpoint is a usage error before the sweep exists
-        run_id = run_store.create_run(sessions, "sweep", models.model if config.mode == "optimize" else None,
+        run_id = run_store.create_run(sessions, "sweep", models.coder if config.mode == "optimize" else None,
                                       {"sweep": config.model_dump(), "fingerprints": [p.fingerprint for p in problems],
                                        "models": models.frozen().model_dump() if config.mode == "optimize" else None})
     if progress:
