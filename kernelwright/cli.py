@@ -237,16 +237,19 @@ def gate_command(
     device: str = typer.Option("auto", callback=_device_option, metavar=DEVICE_CHOICES, help="cpu, cuda, cuda-compile-only or auto."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
+    workers: Optional[int] = typer.Option(None, min=1, help="Compile workers (default: cores and memory allow); "
+                                                            "kernels are still timed one at a time."),
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
     policy = _policy(policy_level)
     try:
-        with stderr.status("verifying") as status:
+        with _progress("verifying") as say:
             if solutions:
-                results = gate_folder(solutions, problems_dir, device, policy, progress=status.update, shrink=shrink)
+                results = gate_folder(solutions, problems_dir, device, policy, progress=say, shrink=shrink,
+                                      workers=workers)
             else:
-                results = gate_store(db, device, policy, run, problem, progress=status.update)
+                results = gate_store(db, device, policy, run, problem, progress=say, workers=workers)
     except (UsageError, ProblemError, DeviceError, StoreError) as exc:
         raise _fail(str(exc)) from None
     failed = [r for r in results if not r.ok]

@@ -9,8 +9,11 @@ from typing import Callable
 
 from sqlalchemy import select
 
-from harness import EvalPolicy, evaluate
+from harness import EvalPolicy, Evaluation
+from harness.device import resolve_device
+from harness.eval_task import EvalTask
 from harness.evaluate import candidate_hash
+from harness.executor import open_executor
 from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.matching import match_solution
 from kernelbench.shrink import shrink_problem
@@ -88,33 +91,52 @@ def speedup_not_reproduced(stored: float | None, evaluation: object) -> str | No
     return None
 
 
+def _evaluate_all(work: list[tuple[Problem, str]], device: str, policy: EvalPolicy, workers: int | None,
+                  progress: Progress | None) -> list[Evaluation]:
+    """Every kernel through one executor: builds in parallel, timed one at a time; results in `work`'s order."""
+    executor = open_executor("local", device, workers)
+    try:
+        futures = [executor.submit(EvalTask(problem.key, problem, source, device, policy)) for problem, source in work]
+        evaluations = []
+        for index, ((problem, _), future) in enumerate(zip(work, futures)):
+            evaluations.append(future.result())
+            if progress:
+                progress(f"[{index + 1}/{len(work)}] {problem.key}: {evaluations[-1].verdict.value}")
+        return evaluations
+    finally:
+        executor.shutdown()
+
+
 def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str | None = None,
-               problem_filter: str | None = None, progress: Progress | None = None) -> list[GateResult]:
+               problem_filter: str | None = None, progress: Progress | None = None,
+               workers: int | None = None) -> list[GateResult]:
     rows = _stored_candidates(db_url, run_id, problem_filter)
     if not rows:
         raise UsageError("no accepted kernels in the store match: nothing to verify (check --db, --run, --problem)")
+    device = resolve_device(device)
     sessions = open_store(db_url)
-    results = []
-    for index, row in enumerate(rows):
-        problem = _problem_of(row)
-        if progress:
-            progress(f"[{index + 1}/{len(rows)}] {problem.key} (candidate {row.id})")
+    results: dict[int, GateResult] = {}
+    intact = []
+    for row in rows:
         tampered = _tampering(row)
         if tampered:
-            results.append(GateResult(problem.key, f"candidate {row.id}", "tampered", reasons=tampered))
-            continue
-        stored = _stored_speedup(sessions, row.id, device)
-        evaluation = evaluate(problem, row.source, device, policy)
+            results[row.id] = GateResult(_problem_of(row).key, f"candidate {row.id}", "tampered", reasons=tampered)
+        else:
+            intact.append(row)
+    stored = {row.id: _stored_speedup(sessions, row.id, device) for row in intact}
+    evaluations = _evaluate_all([(_problem_of(row), row.source) for row in intact], device, policy, workers, progress)
+    for row, evaluation in zip(intact, evaluations):
+        problem = _problem_of(row)
         record_evaluation(sessions, problem, row.source, evaluation, origin=f"gate of candidate {row.id}")
-        unreproduced = speedup_not_reproduced(stored, evaluation)
+        unreproduced = speedup_not_reproduced(stored[row.id], evaluation)
         verdict = "unreproduced" if unreproduced else evaluation.verdict.value
-        results.append(GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
-                                  ([unreproduced] if unreproduced else []) + evaluation.reasons))
-    return results
+        results[row.id] = GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
+                                     ([unreproduced] if unreproduced else []) + evaluation.reasons)
+    return [results[row.id] for row in rows]
 
 
 def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
-                progress: Progress | None = None, shrink: bool = False) -> list[GateResult]:
+                progress: Progress | None = None, shrink: bool = False, workers: int | None = None) -> list[GateResult]:
     """Each solution against its problem (matched by file name); `shrink` rescales problems to the CPU budget."""
     if not solutions.is_dir():
         raise UsageError(f"{solutions}: not a folder of solutions")
@@ -122,18 +144,21 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
     files = sorted(solutions.rglob("*.py"))
     if not files:
         raise UsageError(f"{solutions}: no .py solutions found")
-    results = []
-    for index, file in enumerate(files):
+    device = resolve_device(device)
+    matched: dict[Path, Problem] = {}
+    for file in files:
         problem = match_solution(problems, file, solutions)
-        if progress:
-            progress(f"[{index + 1}/{len(files)}] {file.name}")
-        if problem is None:
+        if problem is not None:
+            matched[file] = shrink_problem(problem).problem if shrink else problem
+    evaluations = dict(zip(matched, _evaluate_all([(p, f.read_text()) for f, p in matched.items()], device, policy,
+                                                  workers, progress)))
+    results = []
+    for file in files:
+        if file not in matched:
             results.append(GateResult("?", str(file), "unmatched",
                                       reasons=["no problem matches this file (name it levelN/<id>_<Name>.py)"]))
             continue
-        if shrink:
-            problem = shrink_problem(problem).problem
-        evaluation = evaluate(problem, file.read_text(), device, policy)
-        results.append(GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
+        evaluation = evaluations[file]
+        results.append(GateResult(matched[file].key, str(file), evaluation.verdict.value, evaluation.speedup,
                                   evaluation.reasons))
     return results
