@@ -1,4 +1,4 @@
-"""Sweep throughput, measured in one run: problems per hour for a `--candidates` sweep over the bundled problems
+"""Sweep throughput, measured in one run: problems per hour for a `--solutions` sweep over the bundled problems
 with 1 compile worker vs 2, each on a cold build cache, then with a warm cache.
 
     .venv/bin/python benchmarks/bench_sweep.py [--limit 6]
@@ -42,7 +42,7 @@ def main() -> None:
         one = _sweep(1, f"{root}/cache-1", args.limit, db)
         two = _sweep(2, f"{root}/cache-2", args.limit, db)
         warm = _sweep(2, f"{root}/cache-2", args.limit, db)
-    print(f"{args.limit} bundled problems, --candidates sweep, CPU device, {os.cpu_count()} cores")
+    print(f"{args.limit} bundled problems, --solutions sweep, CPU device, {os.cpu_count()} cores")
     for label, seconds in (("1 worker, cold cache", one), ("2 workers, cold cache", two), ("2 workers, warm cache", warm)):
         print(f"{label:<24} {seconds:7.1f} s  {args.limit * 3600 / seconds:8.0f} problems/hour")
     print(f"2 workers / 1 worker: {one / two:.2f}x   warm / cold (2 workers): {two / warm:.1f}x")
