@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.child_run import run_in_child
 from harness.policy import EvalPolicy
+from harness.timing_slot import timing_slot
 from kernelbench.problem import Problem
 
 BASELINE_SOURCE = "# baseline measurement: no candidate\n"
@@ -28,8 +29,10 @@ def device_key(device: str, threads: int) -> str:
 
 
 def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict[str, Any]:
-    """{"eager_ms", "compile_ms" (medians) or "*_error"} measured in a fresh, isolated process."""
-    run = run_in_child(problem, BASELINE_SOURCE, "baseline", device, policy)
+    """{"eager_ms", "compile_ms" (medians) or "*_error"} measured in a fresh, isolated process, holding the device's
+    timing slot (its timings must not share the device with another measurement or, on the CPU, a compile)."""
+    with timing_slot(device):
+        run = run_in_child(problem, BASELINE_SOURCE, "baseline", device, policy)
     result = run.result
     if result is None or not result.baseline:
         return {"error": f"the baseline process failed (returncode {run.outcome.returncode})"}

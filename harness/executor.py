@@ -80,38 +80,29 @@ def default_workers(memory_per_compile_gb: float = 2.0) -> int:
 
 
 class LocalExecutor:
-    """A thread pool on this machine. With more than one task in flight, each is first built (in parallel, in
-    the shared cache) and then evaluated under the timing gate; a lone task skips the separate build step."""
+    """A thread pool on this machine. With more than one worker each task is first built (in parallel, in the
+    shared cache) and then evaluated under the timing gate, so a build never runs inside a timing slot (where
+    it would hold every other compile back); one worker skips the separate build step."""
 
     def __init__(self, workers: int | None = None, device: str = "cpu") -> None:
         self.workers = workers or default_workers()
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kernelwright-eval")
         self.gate = TimingGate(exclusive_with_compiles=device == "cpu")
-        self.in_flight = 0
-        self.lock = threading.Lock()
 
     def submit(self, task: EvalTask) -> "Future[Evaluation]":
-        with self.lock:
-            self.in_flight += 1
         return self.pool.submit(self._run, task)
 
     def profile(self, task: EvalTask, kernels: list[str]) -> "Future[dict[str, Any]]":
         return self.pool.submit(self._profile, task, kernels)
 
     def _run(self, task: EvalTask) -> Evaluation:
-        try:
-            with self.lock:
-                alone = self.in_flight == 1
-            built: dict[str, Any] = {}
-            if not alone and self.workers > 1:
-                with self.gate.compile():
-                    built = prebuild(task.problem, task.source, task.device, task.policy)
-            with self.gate.time():
-                return with_prebuild(evaluate(task.problem, task.source, task.device, task.policy), built,
-                                     {"kind": "local", "workers": self.workers})
-        finally:
-            with self.lock:
-                self.in_flight -= 1
+        built: dict[str, Any] = {}
+        if self.workers > 1:
+            with self.gate.compile():
+                built = prebuild(task.problem, task.source, task.device, task.policy)
+        with self.gate.time():
+            return with_prebuild(evaluate(task.problem, task.source, task.device, task.policy), built,
+                                 {"kind": "local", "workers": self.workers})
 
     def _profile(self, task: EvalTask, kernels: list[str]) -> dict[str, Any]:
         with self.gate.time():

@@ -19,6 +19,7 @@ from typing import Any, Callable
 from harness.cgroups import ControlGroup
 from harness.channel import ChannelClosed, ParentEnd
 from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
+from harness.timing_slot import compiling
 
 _POLL_S = 0.05
 BuildHandler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -253,14 +254,16 @@ def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
 
 
 def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome:
-    """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock."""
-    jailed = _Jailed(command, folder, limits, folder / "process.log")
-    while jailed.proc.poll() is None:
-        if time.monotonic() - jailed.started > limits.timeout_s:
-            jailed.outcome.timed_out = True
-            break
-        if jailed.over_memory():
-            jailed.outcome.memory_exceeded = True
-            break
-        time.sleep(_POLL_S)
-    return jailed.finish(grace_s=0)
+    """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock. It
+    holds the machine's compile lock: a CPU timing never runs beside it (its clock starts once it holds it)."""
+    with compiling():
+        jailed = _Jailed(command, folder, limits, folder / "process.log")
+        while jailed.proc.poll() is None:
+            if time.monotonic() - jailed.started > limits.timeout_s:
+                jailed.outcome.timed_out = True
+                break
+            if jailed.over_memory():
+                jailed.outcome.memory_exceeded = True
+                break
+            time.sleep(_POLL_S)
+        return jailed.finish(grace_s=0)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +15,7 @@ import pytest
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
 from harness import EvalPolicy, timed_calls
-from harness.timing_slot import timing_slot
+from harness.timing_slot import compiling, timing_slot
 from kernelwright.optimize_service import run_optimize
 from tests.conftest import RELU_CANDIDATE
 
@@ -34,6 +36,51 @@ def test_the_slot_excludes_threads_of_one_process() -> None:
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(lambda _: hold(), range(8)))
     assert max(overlaps) == 1
+
+
+_HOLD_COMPILE_LOCK = """
+import sys, time
+from harness.timing_slot import compiling
+with compiling():
+    print("holding", flush=True)
+    time.sleep(float(sys.argv[1]))
+"""
+
+
+def test_a_cpu_timing_waits_for_compiles_of_other_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile anywhere on the machine (here: another process, as a background header build or another
+    kernelwright command would be) holds a CPU timing off; a GPU timing goes on beside it."""
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
+    compiler = subprocess.Popen([sys.executable, "-c", _HOLD_COMPILE_LOCK, "1.0"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert compiler.stdout is not None and compiler.stdout.readline().strip() == "holding"
+        with timing_slot("cuda") as waited_gpu:
+            pass
+        with timing_slot("cpu") as waited_cpu:  # the compile holds its lock for 1 s from before this call
+            pass
+    finally:
+        compiler.wait(10)
+    assert waited_gpu < 0.3 and waited_cpu > 0.5
+
+
+def test_compiles_wait_while_a_cpu_timing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
+    stamps: dict[str, float] = {}
+    timing_entered = threading.Event()
+
+    def compile_job() -> None:
+        timing_entered.wait(5)
+        with compiling():
+            stamps["compile_start"] = time.monotonic()
+
+    worker = threading.Thread(target=compile_job)
+    worker.start()
+    with timing_slot("cpu"):
+        timing_entered.set()
+        time.sleep(0.3)
+        stamps["timing_done"] = time.monotonic()
+    worker.join(10)
+    assert stamps["compile_start"] >= stamps["timing_done"]
 
 
 @pytest.mark.slow
