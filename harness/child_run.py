@@ -26,6 +26,11 @@ def limits_for(device: str, policy: EvalPolicy, timeout_scale: float = 1.0) -> L
                   address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
 
 
+def forkable(device: str) -> bool:
+    """Children that the zygote may fork: those that never initialise CUDA (see harness/zygote.py)."""
+    return device != "cuda"
+
+
 def build_service(device: str, policy: EvalPolicy) -> BuildService:
     mode = f"nvcc-compile-only-{policy.cuda_arch}" if device == "cuda-compile-only" else "native"
     limits = Limits(timeout_s=policy.build_timeout_s, memory_mb=policy.memory_limit_mb, address_space_limit=False)
@@ -51,5 +56,5 @@ def run_in_child(problem: Problem, source: str, mode: J.Mode, device: str, polic
                                             policy.cpu_threads, vary_distributions=False))
         builds = None if mode == "baseline" else build_service(device, policy)
         outcome = run_child(scratch, limits or limits_for(device, policy), prefix=prefix, on_build=builds,
-                            role=mode)
+                            role=mode, forkable=forkable(device))
         return ChildRun(outcome, read_result(scratch), collect(scratch) if collect else None)

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 from harness import job as J
 from harness.canaries import passing_canaries
-from harness.child_run import build_service, limits_for
+from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
 from harness.nvml import telemetry_flags
@@ -151,7 +151,8 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
             # started now, so its interpreter starts while the candidate builds and runs
             run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
         say("building and running the candidate in an isolated process")
-        session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds)
+        session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds,
+                               forkable=forkable(device))
         try:
             _converse(evaluation, session, run, problem, reference, policy, job, scratch, say)
         except ChildStopped as stop:
@@ -168,7 +169,7 @@ def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJo
     """The reference's timing child gets its own scratch folder: it never sees candidate code or files."""
     with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
         save_inputs(ref_scratch, reference)
-        ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference")
+        ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference", forkable=forkable(job.device))
         try:
             yield ref
         finally:

@@ -21,6 +21,9 @@ CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
 PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+_CAPSET = {"x86_64": 126, "aarch64": 91}  # the capset system call's number
 _FLAG_WORDS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -66,8 +69,17 @@ def _seal_file_systems(writable: list[str], visible: list[str]) -> None:
 
 
 def _drop_capabilities() -> None:
+    """Empty the bounding set (an exec'd program gets nothing back), the ambient set, and this process's own
+    effective, permitted and inheritable sets (a process that does not exec, such as a zygote's fork, keeps its
+    capabilities otherwise)."""
     for capability in range(64):
         _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    number = _CAPSET.get(os.uname().machine)
+    if number is not None:
+        header = (ctypes.c_uint32 * 2)(_CAPABILITY_VERSION_3, 0)
+        empty = (ctypes.c_uint32 * 6)()  # {effective, permitted, inheritable} x 2 words
+        _libc.syscall(number, header, empty)
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
@@ -113,8 +125,10 @@ def containment_facts(pid: int) -> dict[str, str]:
         facts[what] = "isolated" if separate else "NOT isolated (the OS refused a namespace here)"
     try:
         status = Path(f"/proc/{pid}/status").read_text()
-        bounding = next(line.split()[1] for line in status.splitlines() if line.startswith("CapBnd:"))
-        facts["capabilities"] = "none" if int(bounding, 16) == 0 else f"bounding set {bounding}"
+        sets = {line.split(":")[0]: line.split()[1] for line in status.splitlines()
+                if line.startswith(("CapEff:", "CapPrm:", "CapBnd:", "CapAmb:"))}
+        held = {name: value for name, value in sets.items() if int(value, 16)}
+        facts["capabilities"] = "none" if len(sets) == 4 and not held else f"held: {held}"
     except (OSError, StopIteration, ValueError):
         facts["capabilities"] = "unknown"
     try:

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,6 +21,7 @@ from harness.cgroups import ControlGroup
 from harness.channel import ChannelClosed, ParentEnd
 from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
 from harness.timing_slot import compiling
+from harness.zygote import ForkedChild, ZygoteUnavailable, shared_zygote
 
 _POLL_S = 0.05
 BuildHandler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -64,7 +66,9 @@ class _Jailed:
     """A process started in the jail with its own cgroups and token; `finish` kills whatever it left behind."""
 
     def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
-                 pass_fds: tuple[int, ...] = ()) -> None:
+                 pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None) -> None:
+        """`child_argv` (with `{CMD_FD}`/`{MSG_FD}` for the two `pass_fds`): `command` runs `harness.child` with
+        these arguments, so the zygote may fork it instead (the same jail, limits and environment)."""
         if _stopping.is_set():
             raise ChildStopped("interrupted: no new process starts")
         self.limits = limits
@@ -73,11 +77,16 @@ class _Jailed:
         self.outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=self.group.describe())
         self.started = time.monotonic()
         self.log = open(log, "ab")
-        self.proc = subprocess.Popen(
-            jailed_command([folder], command), cwd=folder, stdin=subprocess.DEVNULL, stdout=self.log,
-            stderr=subprocess.STDOUT, env=child_environment(folder, limits.cpu_threads, self.token),
-            start_new_session=True, preexec_fn=lambda: _preexec(limits, self.group), close_fds=True,
-            pass_fds=pass_fds)
+        environment = child_environment(folder, limits.cpu_threads, self.token)
+        self.proc: subprocess.Popen[bytes] | ForkedChild | None = None
+        if child_argv is not None:
+            self.proc = _forked(folder, limits, log, environment, self.group, pass_fds, child_argv)
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                jailed_command([folder], command), cwd=folder, stdin=subprocess.DEVNULL, stdout=self.log,
+                stderr=subprocess.STDOUT, env=environment, start_new_session=True,
+                preexec_fn=lambda: _preexec(limits, self.group), close_fds=True, pass_fds=pass_fds)
+        self.outcome.containment["started"] = "forked by the zygote" if isinstance(self.proc, ForkedChild) else "exec"
         _live.add(self)
 
     def over_memory(self) -> bool:
@@ -105,11 +114,28 @@ class _Jailed:
         return self.outcome
 
 
+def _forked(folder: Path, limits: Limits, log: Path, environment: dict[str, str], group: ControlGroup,
+            fds: tuple[int, ...], argv: list[str]) -> ForkedChild | None:
+    """The child forked by this process's zygote, or None (no zygote here: the caller execs it)."""
+    zygote = shared_zygote()
+    if zygote is None or len(fds) != 2:
+        return None
+    request = {"argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),
+               "cgroups": [str(f) for f in group.folders], "writable": [str(folder)],
+               "visible": [str(f) for f in needed_folders()]}
+    try:
+        return zygote.fork(request, (fds[0], fds[1]))
+    except (OSError, ZygoteUnavailable):
+        return None
+
+
 class ChildSession:
     """One jailed `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` and the conversation with it."""
 
     def __init__(self, scratch: Path, limits: Limits, role: str = "candidate", on_build: BuildHandler | None = None,
-                 prefix: list[str] | None = None) -> None:
+                 prefix: list[str] | None = None, forkable: bool = False) -> None:
+        """`forkable`: the zygote may fork this child (no CUDA device: a CUDA-initialised fork was never verified
+        on a GPU, so GPU children are still started from scratch)."""
         self.limits = limits
         self.on_build = on_build
         self.paused_s = 0.0  # time spent building for the child: not on its run clock
@@ -117,7 +143,9 @@ class ChildSession:
         cmd_r, cmd_w = os.pipe()
         msg_r, msg_w = os.pipe()
         command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
-        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w))
+        child_argv = [str(scratch), "{CMD_FD}", "{MSG_FD}", role] if forkable and not prefix else None
+        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w),
+                              child_argv=child_argv)
         self.proc, self.outcome, self.started = self.jailed.proc, self.jailed.outcome, self.jailed.started
         os.close(cmd_r)
         os.close(msg_w)
@@ -243,9 +271,9 @@ class ChildSession:
 
 
 def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
-              on_build: BuildHandler | None = None, role: str = "batch") -> ChildOutcome:
+              on_build: BuildHandler | None = None, role: str = "batch", forkable: bool = False) -> ChildOutcome:
     """Run the child to completion in batch mode (it reads its job and writes its result on its own)."""
-    session = ChildSession(scratch, limits, role=role, on_build=on_build, prefix=prefix)
+    session = ChildSession(scratch, limits, role=role, on_build=on_build, prefix=prefix, forkable=forkable)
     try:
         session.wait_exit()
     finally:
