@@ -32,8 +32,10 @@ test: setup
 test-gpu: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m gpu $(PYTEST_ARGS)
 
+# builds and evaluations (bench_eval), then sweep throughput with 1 vs 2 workers (bench_sweep), in one run
 bench: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_eval.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_sweep.py
 
 bench-hardening: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_hardening.py

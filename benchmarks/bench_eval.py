@@ -4,7 +4,7 @@
    kernelwright's cold evaluation of the same source (build in the jail + the whole sealed evaluation);
 2. the precompiled torch header for the candidate's flags (built once, kept in the build cache), then a cold
    kernelwright build that uses it (the source differs by a comment, so the compiler runs again);
-3. a cached re-evaluation and where its time goes;
+3. a cached re-evaluation and where its time goes, with children forked by the zygote and exec'd from scratch;
 4. compile-only CUDA (nvcc, no GPU) plain vs kernelwright, when nvcc is installed.
 
     .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3] [--skip-cuda]
@@ -83,6 +83,10 @@ def _cpu(problem_name: str, repeats: int) -> None:
     with_header, header_wall = _timed_evaluation(problem, changed, policy)
     warm = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
     median = sorted(warm, key=lambda pair: pair[1])[len(warm) // 2]
+    os.environ["KERNELWRIGHT_ZYGOTE"] = "off"  # every child exec'd and importing torch, as before the zygote
+    exec_started = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
+    os.environ.pop("KERNELWRIGHT_ZYGOTE")
+    exec_median = sorted(exec_started, key=lambda pair: pair[1])[len(exec_started) // 2]
     used = with_header.build["builds"][0].get("precompiled_header")
     build_plain = cold.build["builds"][0]["seconds"]
     build_pch = with_header.build["builds"][0]["seconds"]
@@ -92,9 +96,11 @@ def _cpu(problem_name: str, repeats: int) -> None:
     print(f"{'precompiled torch header (once)':<34} {header_s:6.2f} s ({'built' if built else 'FAILED'})")
     print(_row("kernelwright, cold, with header", with_header, header_wall) + f" (header used: {used})")
     print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]))
+    print(_row("  the same, children exec'd (no zygote)", exec_median[0], exec_median[1]))
     print(f"cold build: plain / kernelwright {plain / build_plain:5.2f}x without header, "
           f"{plain / build_pch:5.2f}x with header")
-    print(f"cold evaluation / cached evaluation {cold_wall / median[1]:5.1f}x; cached evaluation {median[1]:.2f} s")
+    print(f"cold evaluation / cached evaluation {cold_wall / median[1]:5.1f}x; cached evaluation {median[1]:.2f} s "
+          f"({exec_median[1] / median[1]:.2f}x faster than exec'd children: {exec_median[1]:.2f} s)")
 
 
 def _cuda() -> None:
