@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Callable
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
@@ -97,16 +98,22 @@ def main(argv: list[str]) -> int:
     options, command = argv[:split], argv[split + 1:]
     writable = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--writable"]
     visible = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--visible"]
+    return in_new_namespaces(lambda: _inner(writable, visible, command))
+
+
+def in_new_namespaces(inner: Callable[[], None]) -> int:
+    """Unshare the namespaces, run `inner` in a fork (PID 1 of the new PID namespace), wait for it and end the
+    way it ended: the same exit code, or death by the same signal (so the parent can name it: SIGSEGV...)."""
     if _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0:
         _libc.unshare(CLONE_NEWNET)  # at least the network, where the rest is refused
     pid = os.fork()
     if pid == 0:
         try:
-            _inner(writable, visible, command)
+            inner()
         finally:
             os._exit(127)
     _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):  # die of the same signal, so the parent can name it (SIGSEGV, SIGKILL...)
+    if os.WIFSIGNALED(status):
         signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
         os.kill(os.getpid(), os.WTERMSIG(status))
     return os.waitstatus_to_exitcode(status)

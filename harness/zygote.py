@@ -252,19 +252,7 @@ def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int
     argv = [str(part).replace("{CMD_FD}", str(fds[0])).replace("{MSG_FD}", str(fds[1])) for part in request["argv"]]
     writable = [os.path.realpath(folder) for folder in request["writable"]]
     visible = [os.path.realpath(folder) for folder in request["visible"]]
-    if jail._libc.unshare(jail.CLONE_NEWNS | jail.CLONE_NEWPID | jail.CLONE_NEWNET) != 0:
-        jail._libc.unshare(jail.CLONE_NEWNET)
-    inner = os.fork()
-    if inner == 0:
-        try:
-            _run_child(writable, visible, argv)
-        finally:
-            os._exit(127)
-    _, status = os.waitpid(inner, 0)
-    if os.WIFSIGNALED(status):  # die of the same signal, as jail.py does, so the parent can name it
-        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)
-        os.kill(os.getpid(), os.WTERMSIG(status))
-    os._exit(os.waitstatus_to_exitcode(status))
+    os._exit(jail.in_new_namespaces(lambda: _run_child(writable, visible, argv)))
 
 
 def _run_child(writable: list[str], visible: list[str], argv: list[str]) -> None:
