@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import psutil
@@ -22,14 +23,14 @@ def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatc
 
 
 def test_kill_tree_reaches_grandchildren_and_escaped_processes(tmp_path: Path) -> None:
-    token = "kw-test-token"
+    token = f"kw-test-{uuid.uuid4().hex}"  # unique, so sleepers of another run are never counted
     env = dict(os.environ, KERNELWRIGHT_EVAL_TOKEN=token)
     # the shell starts a grandchild and a double-forked (reparented to init) sleeper, then waits
     root = subprocess.Popen(["sh", "-c", "sleep 300 & (setsid sleep 301 &) ; wait"], env=env,
                             start_new_session=True)
     time.sleep(0.5)
-    sleepers = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] and p.info["cmdline"][:1] == ["sleep"]
-                and p.info["cmdline"][1] in ("300", "301")]
+    sleepers = [p for p in psutil.process_iter(["cmdline", "environ"])
+                if (p.info["cmdline"] or [])[:1] == ["sleep"] and (p.info["environ"] or {}).get("KERNELWRIGHT_EVAL_TOKEN") == token]
     assert len(sleepers) == 2
     killed = kill_tree(root.pid, token)
     assert {p.pid for p in sleepers} <= set(killed)
