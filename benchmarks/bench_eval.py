@@ -5,7 +5,8 @@
 2. the precompiled torch header for the candidate's flags (built once, kept in the build cache), then a cold
    kernelwright build that uses it (the source differs by a comment, so the compiler runs again);
 3. a cached re-evaluation and where its time goes, with children forked by the zygote and exec'd from scratch;
-4. compile-only CUDA (nvcc, no GPU) plain vs kernelwright, when nvcc is installed.
+4. compile-only CUDA (nvcc, no GPU): torch's own compile steps vs kernelwright, without and with the host check's
+   precompiled header, when nvcc is installed.
 
     .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3] [--skip-cuda]
 """
@@ -103,20 +104,69 @@ def _cpu(problem_name: str, repeats: int) -> None:
           f"({exec_median[1] / median[1]:.2f}x faster than exec'd children: {exec_median[1]:.2f} s)")
 
 
+def _plain_cuda_compile_s(source: str) -> float:
+    """What load_inline's build.ninja runs before its link, as torch writes it (nvcc -c and c++ -c, 2 jobs)."""
+    import torch.utils.cpp_extension as cpp
+
+    from harness.cuda_compile import CPU_TORCH_DEFINES
+    from harness.native_build import inline_sources, ninja_binary
+
+    namespace: dict = {}
+    exec(source.split("relu_ext = load_inline(")[0], namespace)  # the candidate's source strings
+    arguments = {"cpp_sources": namespace["cpp_source"], "cuda_sources": namespace["cuda_source"],
+                 "functions": ["relu_forward"]}
+    with tempfile.TemporaryDirectory(prefix="kw-bench-plain-cuda-") as folder:
+        files = inline_sources("bench_plain_cuda", arguments)
+        for name, text in files.items():
+            (Path(folder) / name).write_text(text)
+        cpp.CUDA_HOME = cpp.CUDA_HOME or str(Path(shutil.which("nvcc") or "").parent.parent)
+        cpp._write_ninja_file_to_build_library(
+            path=f"{folder}/build.ninja", name="bench_plain_cuda", sources=[f"{folder}/{n}" for n in files],
+            extra_cflags=CPU_TORCH_DEFINES, extra_cuda_cflags=["-arch=sm_90", *CPU_TORCH_DEFINES, "-O3"],
+            extra_sycl_cflags=[], extra_ldflags=[], extra_include_paths=[], with_cuda=True, with_sycl=False,
+            is_standalone=False)
+        started = time.perf_counter()
+        subprocess.run([ninja_binary(), "-j", "2", "-C", folder, "main.o", "cuda.cuda.o"], check=True,
+                       capture_output=True)
+        return time.perf_counter() - started
+
+
+def _compile_only(problem, source: str) -> tuple[Evaluation, float, float]:
+    started = time.perf_counter()
+    evaluation = evaluate(problem, source, "cuda-compile-only", EvalPolicy(timing_budget_s=0.5))
+    wall = time.perf_counter() - started
+    assert evaluation.verdict.value == "compiled", evaluation.reasons
+    return evaluation, wall, sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", []))
+
+
 def _cuda() -> None:
+    """Compile-only CUDA: plain (torch's own compile steps), kernelwright cold, and cold with the host check's
+    precompiled header."""
+    from harness.pch import PrecompiledHeaders
+    from harness.sandbox import Limits
+
     if not shutil.which("nvcc"):
         print("compile-only CUDA: nvcc not installed here, skipped")
         return
     problem = find_bundled("relu")
-    path = bundled_candidate(problem, device="cuda")
-    source = path.read_text()
-    policy = EvalPolicy(timing_budget_s=0.5)
+    source = bundled_candidate(problem, device="cuda").read_text()
+    plain = _plain_cuda_compile_s(source)
+    cold, cold_wall, cold_build = _compile_only(problem, source)
+    cflags = cold.build["builds"][0]["cflags"]
     started = time.perf_counter()
-    evaluation = evaluate(problem, source, "cuda-compile-only", policy)
-    wall = time.perf_counter() - started
-    build = sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", []))
-    print(f"compile-only CUDA (nvcc + host binding), kernelwright cold: evaluation {wall:6.2f} s, build {build:6.2f} s "
-          f"({evaluation.verdict.value})")
+    built = PrecompiledHeaders(Path(os.environ["KERNELWRIGHT_BUILD_CACHE"]), Limits(900, 8192, False)).build(cflags)
+    header_s = time.perf_counter() - started
+    changed = source.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n// a new build\n", 1)
+    warm, warm_wall, warm_build = _compile_only(problem, changed)
+    used = warm.build["builds"][0].get("precompiled_header")
+    print(f"{'compile-only CUDA, plain (torch)':<34} {plain:6.2f} s (nvcc -c and c++ -c of load_inline's build.ninja, "
+          "2 jobs, no link)")
+    print(f"{'compile-only CUDA, kernelwright':<34} {cold_wall:6.2f} s | build {cold_build:6.2f} (nvcc -cubin and the "
+          "host syntax check side by side)")
+    print(f"{'host check header (once)':<34} {header_s:6.2f} s ({'built' if built else 'FAILED'})")
+    print(f"{'compile-only CUDA, with header':<34} {warm_wall:6.2f} s | build {warm_build:6.2f} (header used: {used})")
+    print(f"compile-only CUDA: plain / kernelwright build {plain / cold_build:5.2f}x, {plain / warm_build:5.2f}x with "
+          "the header")
 
 
 def main() -> None:

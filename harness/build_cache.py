@@ -19,10 +19,9 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
-BUILD_FORMAT = 2  # what a cache entry holds; raised when that changes (2: parent-planned builds, cubins)
+BUILD_FORMAT = 3  # what a cache entry holds; raised when that changes (2: parent-planned builds, cubins;
+#                   3: compile-only CUDA with torch's own flags, -std=c++20)
 LOG_NAME = "build.log"
-REQUEST = "request.json"  # what the parent asks the build process to build
-STATUS = "status.json"  # what the build process answers
 
 
 class BuildFailed(RuntimeError):

@@ -9,13 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sys
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.build_cache import LOG_NAME, REQUEST, STATUS, build_key
+from harness.build_cache import LOG_NAME, build_key
+from harness.cuda_compile import compile_only_status, plan_compile_only
 from harness.native_build import NativePlan, plan_native
 from harness.pch import PrecompiledHeaders, eligible
 from harness.sandbox import ChildOutcome, Limits
@@ -137,30 +137,24 @@ class BuildService:
         name = f"kw_{key[:24]}"
         record["cache_hit"] = False
         try:
-            if self.mode == "native":
-                try:
-                    plan, header = self._plan(work, kind, name, arguments)
-                except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
-                    return {"ok": False, "error": f"the build could not be planned: {exc}"}
-                record.update(precompiled_header=header is not None, cflags=plan.cflags)
-                command = plan.command
-            else:  # compile-only CUDA needs torch's include logic in the process: a small Python build process
-                (work / REQUEST).write_text(json.dumps({"kind": kind, "name": name, "arguments": arguments,
-                                                        "mode": self.mode, "cuda_arch": self.cuda_arch}))
-                command = [sys.executable, "-m", "harness.build_child", str(work)]
-            outcome = run_jailed(command, work, self.limits)
+            try:
+                plan, header = self._plan(work, kind, name, arguments)
+            except (OSError, ValueError, TypeError, KeyError, RuntimeError) as exc:
+                return {"ok": False, "error": f"the build could not be planned: {exc}"}
+            record.update(precompiled_header=header is not None, cflags=plan.cflags)
+            outcome = run_jailed(plan.command, work, self.limits)
             log = _read(work / LOG_NAME) + _read(work / "process.log")
             (work / LOG_NAME).write_text(log)
             record["log"] = log[-20000:]
             if outcome.timed_out:
                 return {"ok": False, "error": f"the build timed out after {self.limits.timeout_s:g} s "
                         "(--build-timeout); every compiler process was killed", "log": log[-8000:]}
-            status = _status(work) if self.mode != "native" else _native_status(
-                work, plan.binary, outcome, log, bool(arguments.get("is_python_module", True)))
+            status = (_native_status(work, plan.binary, outcome, log, bool(arguments.get("is_python_module", True)))
+                      if self.mode == "native" else compile_only_status(work, arguments))
             if not status.get("ok"):
                 detail = status.get("error") or f"the build process died ({outcome.returncode})"
                 return {"ok": False, "error": str(detail)[:8000], "log": log[-8000:]}
-            if self.mode == "native" and record.get("precompiled_header") is False and self._header_fits(arguments):
+            if plan.cflags and record.get("precompiled_header") is False and self._header_fits(arguments):
                 self.headers.note_cold_build(plan.cflags)
             return self._promote(work, key, name, status, record)
         finally:
@@ -170,12 +164,19 @@ class BuildService:
         return eligible(_strings(arguments.get("extra_cflags")), _strings(arguments.get("extra_include_paths")))
 
     def _plan(self, work: Path, kind: str, name: str, arguments: dict[str, Any]) -> tuple[NativePlan, Path | None]:
-        """torch's plan, with the precompiled header for its exact flags first on the include path if one exists."""
-        plan = plan_native(work, kind, name, arguments, pch_folder=None)
-        header = self.headers.folder(plan.cflags) if self._header_fits(arguments) else None
+        """torch's plan, with the precompiled header for its exact C++ flags first on the include path if one
+        exists (compile-only CUDA: for the host check)."""
+        plan = self._planned(work, kind, name, arguments, pch_folder=None)
+        header = self.headers.folder(plan.cflags) if plan.cflags and self._header_fits(arguments) else None
         if header is not None:
-            plan = plan_native(work, kind, name, arguments, pch_folder=header)
+            plan = self._planned(work, kind, name, arguments, pch_folder=header)
         return plan, header
+
+    def _planned(self, work: Path, kind: str, name: str, arguments: dict[str, Any],
+                 pch_folder: Path | None) -> NativePlan:
+        if self.mode == "native":
+            return plan_native(work, kind, name, arguments, pch_folder=pch_folder)
+        return plan_compile_only(work, kind, name, arguments, self.cuda_arch, pch_folder=pch_folder)
 
     def _promote(self, work: Path, key: str, name: str, status: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
         """Copy the binary (a regular file inside the work folder, never a link) and the log into a fresh cache
@@ -232,14 +233,6 @@ def _native_status(work: Path, binary: str, outcome: ChildOutcome, log: str, pyt
     if outcome.returncode == 0 and (work / binary).is_file():
         return {"ok": True, "binary": binary, "is_python_module": python_module}
     return {"ok": False, "error": f"Error building extension (ninja exit {outcome.returncode}):\n{log[-8000:]}"}
-
-
-def _status(work: Path) -> dict[str, Any]:
-    try:
-        status = json.loads((work / STATUS).read_text())
-        return status if isinstance(status, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def _read(path: Path) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 BUILD_FOLDER = "build"
-_CUDA_SUFFIXES = (".cu", ".cuh")
+CUDA_SUFFIXES = (".cu", ".cuh")
 
 
 @dataclass
@@ -29,7 +29,7 @@ class NativePlan:
     cflags: str  # the C++ compile flags torch chose, as in build.ninja (without the extension's name)
 
 
-def _listed(value: Any) -> list[str]:
+def listed(value: Any) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
@@ -38,7 +38,7 @@ def _listed(value: Any) -> list[str]:
 def inline_sources(name: str, arguments: dict[str, Any]) -> dict[str, str]:
     """The files `load_inline` writes: main.cpp (and cuda.cu), as torch 2.x generates them."""
     implicit = not arguments.get("no_implicit_headers")
-    cpp = (["#include <torch/extension.h>"] if implicit else []) + _listed(arguments.get("cpp_sources"))
+    cpp = (["#include <torch/extension.h>"] if implicit else []) + listed(arguments.get("cpp_sources"))
     functions = arguments.get("functions")
     if functions is not None:
         if isinstance(functions, str):
@@ -50,14 +50,14 @@ def inline_sources(name: str, arguments: dict[str, Any]) -> dict[str, str]:
                 for f, doc in named.items()]
         cpp.append("}")
     files = {"main.cpp": "\n".join(cpp)}
-    cuda = _listed(arguments.get("cuda_sources"))
+    cuda = listed(arguments.get("cuda_sources"))
     if cuda:
         header = ["#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>"] if implicit else []
         files["cuda.cu"] = "\n".join(header + cuda)
     return files
 
 
-def _loaded_sources(arguments: dict[str, Any]) -> dict[str, str]:
+def loaded_sources(arguments: dict[str, Any]) -> dict[str, str]:
     return {f"{index}_{Path(source['name']).name}": source["text"] for index, source in enumerate(arguments["sources"])}
 
 
@@ -67,23 +67,23 @@ def plan_native(work: Path, kind: str, name: str, arguments: dict[str, Any], pch
 
     build = work / BUILD_FOLDER
     build.mkdir(parents=True, exist_ok=True)
-    files = inline_sources(name, arguments) if kind == "inline" else _loaded_sources(arguments)
+    files = inline_sources(name, arguments) if kind == "inline" else loaded_sources(arguments)
     sources = []
     for file_name, text in files.items():
         (build / file_name).write_text(text)
         sources.append(str(build / file_name))
     with_cuda = arguments.get("with_cuda")
     if with_cuda is None:
-        with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in sources)
-    includes = _listed(arguments.get("extra_include_paths"))
-    ldflags = cpp._prepare_ldflags(_listed(arguments.get("extra_ldflags")), with_cuda, False, False, False)
+        with_cuda = any(s.endswith(CUDA_SUFFIXES) for s in sources)
+    includes = listed(arguments.get("extra_include_paths"))
+    ldflags = cpp._prepare_ldflags(listed(arguments.get("extra_ldflags")), with_cuda, False, False, False)
     ninja_file = build / "build.ninja"
     cpp._write_ninja_file_to_build_library(
-        path=str(ninja_file), name=name, sources=sources, extra_cflags=_listed(arguments.get("extra_cflags")),
-        extra_cuda_cflags=_listed(arguments.get("extra_cuda_cflags")), extra_sycl_cflags=[], extra_ldflags=ldflags,
+        path=str(ninja_file), name=name, sources=sources, extra_cflags=listed(arguments.get("extra_cflags")),
+        extra_cuda_cflags=listed(arguments.get("extra_cuda_cflags")), extra_sycl_cflags=[], extra_ldflags=ldflags,
         extra_include_paths=([str(pch_folder)] if pch_folder else []) + includes, with_cuda=with_cuda,
         with_sycl=False, is_standalone=False)
-    cflags = _ninja_variable(ninja_file.read_text(), "cflags")
+    cflags = ninja_variable(ninja_file.read_text(), "cflags")
     if pch_folder:
         cflags = cflags.replace(f"-I{pch_folder} ", "", 1)
     jobs = "1" if len(sources) == 1 else str(os.cpu_count() or 1)
@@ -91,7 +91,7 @@ def plan_native(work: Path, kind: str, name: str, arguments: dict[str, Any], pch
                       cflags=cflags.replace(f"-DTORCH_EXTENSION_NAME={name} ", ""))
 
 
-def _ninja_variable(text: str, variable: str) -> str:
+def ninja_variable(text: str, variable: str) -> str:
     for line in text.splitlines():
         if line.startswith(f"{variable} = "):
             return line[len(variable) + 3:]
