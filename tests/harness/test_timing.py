@@ -1,0 +1,25 @@
+"""Timing statistics (harness/timing.py): the bootstrap interval of the speedup."""
+
+from __future__ import annotations
+
+import random
+
+from harness.timing import speedup_interval
+
+
+def test_the_speedup_interval_brackets_the_true_ratio_and_narrows_with_samples() -> None:
+    rng = random.Random(1)
+    ref = [2.0 + rng.gauss(0, 0.1) for _ in range(400)]
+    candidate = [1.0 + rng.gauss(0, 0.05) for _ in range(400)]
+    low, high = speedup_interval(ref, candidate)
+    assert low < 2.0 < high and high - low < 0.05
+    few_low, few_high = speedup_interval(ref[:20], candidate[:20])
+    assert few_high - few_low > high - low  # fewer samples, wider interval
+    assert speedup_interval(ref, candidate) == (low, high)  # deterministic for a seed
+
+
+def test_pairs_are_resampled_together_so_a_shared_drift_cancels() -> None:
+    drift = [1.0 + 0.5 * (i % 2) for i in range(200)]  # the machine alternates fast/slow, both models alike
+    low, high = speedup_interval([2.0 * d for d in drift], drift)
+    assert low == high == 2.0
+    assert speedup_interval([], []) == (0.0, 0.0)
