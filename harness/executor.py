@@ -72,11 +72,17 @@ class _Section:
             gate.condition.notify_all()
 
 
-def default_workers(memory_per_compile_gb: float = 2.0) -> int:
-    """One compile per core, and no more than memory allows: a torch extension compile peaked at 1.44 GB (with
-    the precompiled header) and 1.54 GB (without) on GCC 12 -O3; 2 GB each leaves room for the children."""
+_GB_PER_BUILD = {"cuda-compile-only": 4.5}  # nvcc's front end peaked at 2.96 GB on torch/extension.h (ReLU),
+#                                             beside the host check's 1.4 GB
+_GB_PER_NATIVE_BUILD = 2.0  # GCC 12 -O3 peaked at 1.44 GB with the precompiled header, 1.54 GB without
+
+
+def default_workers(device: str = "cpu") -> int:
+    """One build per core, and no more than memory allows for that device's builds (2 GB each, 4.5 GB for
+    compile-only CUDA), leaving room for the children."""
     memory_gb = psutil.virtual_memory().total / 2**30
-    return max(1, min(os.cpu_count() or 1, int(memory_gb // memory_per_compile_gb)))
+    per_build = _GB_PER_BUILD.get(device, _GB_PER_NATIVE_BUILD)
+    return max(1, min(os.cpu_count() or 1, int(memory_gb // per_build)))
 
 
 class LocalExecutor:
@@ -85,7 +91,7 @@ class LocalExecutor:
     it would hold every other compile back); one worker skips the separate build step."""
 
     def __init__(self, workers: int | None = None, device: str = "cpu") -> None:
-        self.workers = workers or default_workers()
+        self.workers = workers or default_workers(device)
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kernelwright-eval")
         self.gate = TimingGate(exclusive_with_compiles=device == "cpu")
 

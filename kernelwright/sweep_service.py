@@ -53,7 +53,7 @@ def _matches(problem: Problem, wanted: str) -> bool:
 def _run(sweep: Sweep, config: SweepConfig, models: ModelSpec, executor: Executor) -> None:
     if config.mode == "optimize":
         coder, judge = build_models(models)
-        sweep.run_optimize(models, coder, judge, home(), executor, config.workers or default_workers())
+        sweep.run_optimize(models, coder, judge, home(), executor, config.workers or default_workers(config.device))
     else:
         sweep.run_candidates(executor)
 

@@ -71,3 +71,6 @@ def test_default_workers_fit_cores_and_memory(monkeypatch) -> None:
         monkeypatch.setattr("os.cpu_count", lambda cores=cores: cores)
         monkeypatch.setattr(psutil, "virtual_memory", lambda gigabytes=gigabytes: memory(gigabytes * 2**30))
         assert default_workers() == expected, (cores, gigabytes)
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(32 * 2**30))
+    assert default_workers("cpu") == 16 and default_workers("cuda-compile-only") == 7  # nvcc builds need more
