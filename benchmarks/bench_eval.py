@@ -106,25 +106,18 @@ def _cpu(problem_name: str, repeats: int) -> None:
 
 def _plain_cuda_compile_s(source: str) -> float:
     """What load_inline's build.ninja runs before its link, as torch writes it (nvcc -c and c++ -c, 2 jobs)."""
-    import torch.utils.cpp_extension as cpp
-
-    from harness.cuda_compile import CPU_TORCH_DEFINES
-    from harness.native_build import inline_sources, ninja_binary
+    from harness.cuda_compile import CPU_TORCH_DEFINES, ensure_cuda_home
+    from harness.native_build import ninja_binary, torch_ninja, write_sources
 
     namespace: dict = {}
     exec(source.split("relu_ext = load_inline(")[0], namespace)  # the candidate's source strings
     arguments = {"cpp_sources": namespace["cpp_source"], "cuda_sources": namespace["cuda_source"],
-                 "functions": ["relu_forward"]}
+                 "functions": ["relu_forward"], "extra_cuda_cflags": ["-O3"]}
     with tempfile.TemporaryDirectory(prefix="kw-bench-plain-cuda-") as folder:
-        files = inline_sources("bench_plain_cuda", arguments)
-        for name, text in files.items():
-            (Path(folder) / name).write_text(text)
-        cpp.CUDA_HOME = cpp.CUDA_HOME or str(Path(shutil.which("nvcc") or "").parent.parent)
-        cpp._write_ninja_file_to_build_library(
-            path=f"{folder}/build.ninja", name="bench_plain_cuda", sources=[f"{folder}/{n}" for n in files],
-            extra_cflags=CPU_TORCH_DEFINES, extra_cuda_cflags=["-arch=sm_90", *CPU_TORCH_DEFINES, "-O3"],
-            extra_sycl_cflags=[], extra_ldflags=[], extra_include_paths=[], with_cuda=True, with_sycl=False,
-            is_standalone=False)
+        sources = write_sources(Path(folder), "inline", "bench_plain_cuda", arguments)
+        ensure_cuda_home()
+        torch_ninja(Path(folder), "bench_plain_cuda", sources, arguments, None, with_cuda=True,
+                    extra=CPU_TORCH_DEFINES, extra_cuda=("-arch=sm_90", *CPU_TORCH_DEFINES))
         started = time.perf_counter()
         subprocess.run([ninja_binary(), "-j", "2", "-C", folder, "main.o", "cuda.cuda.o"], check=True,
                        capture_output=True)

@@ -24,6 +24,14 @@ BUILD_FORMAT = 3  # what a cache entry holds; raised when that changes (2: paren
 LOG_NAME = "build.log"
 
 
+def read_log(path: Path) -> str:
+    """A build's log or output file, or "" where it was never written."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 class BuildFailed(RuntimeError):
     """The compiler or linker rejected the candidate's sources; the message carries the log."""
 

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.build_cache import LOG_NAME, build_key
+from harness.build_cache import LOG_NAME, build_key, read_log
 from harness.cuda_compile import compile_only_status, plan_compile_only
 from harness.native_build import NativePlan, plan_native
 from harness.pch import PrecompiledHeaders, eligible
@@ -127,7 +127,7 @@ class BuildService:
                 return None
         except (OSError, ValueError, KeyError, TypeError):
             return None
-        record.update(cache_hit=True, log=_read(folder / LOG_NAME)[-20000:])
+        record.update(cache_hit=True, log=read_log(folder / LOG_NAME)[-20000:])
         return _served(record, folder, manifest)
 
     def _build(self, kind: str, key: str, arguments: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +143,7 @@ class BuildService:
                 return {"ok": False, "error": f"the build could not be planned: {exc}"}
             record.update(precompiled_header=header is not None, cflags=plan.cflags)
             outcome = run_jailed(plan.command, work, self.limits)
-            log = _read(work / LOG_NAME) + _read(work / "process.log")
+            log = read_log(work / LOG_NAME) + read_log(work / "process.log")
             (work / LOG_NAME).write_text(log)
             record["log"] = log[-20000:]
             if outcome.timed_out:
@@ -233,13 +233,6 @@ def _native_status(work: Path, binary: str, outcome: ChildOutcome, log: str, pyt
     if outcome.returncode == 0 and (work / binary).is_file():
         return {"ok": True, "binary": binary, "is_python_module": python_module}
     return {"ok": False, "error": f"Error building extension (ninja exit {outcome.returncode}):\n{log[-8000:]}"}
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 def _source_text(keyed: dict[str, Any]) -> str:

@@ -21,11 +21,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.build_cache import LOG_NAME
+from harness.build_cache import LOG_NAME, read_log
 from harness.compiler_report import parse_ptxas_report
-from harness.native_build import BUILD_FOLDER, NativePlan, inline_sources, listed, loaded_sources, ninja_variable
+from harness.native_build import (BUILD_FOLDER, NativePlan, header_key, ninja_variable, torch_ninja,
+                                  write_sources)
 
-CPU_TORCH_DEFINES = ["-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE"]
+CPU_TORCH_DEFINES = ("-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE",)
 SCRIPT = "compile_only.sh"
 CUBIN = "cuda.cubin"
 _HOST_SUFFIXES = (".cpp", ".cc", ".cxx", ".c++", ".C")
@@ -35,47 +36,40 @@ _MISSING_LIBRARY_HEADER = ("cublas", "cusparse", "cusolver", "cudnn", "nccl")
 def plan_compile_only(work: Path, kind: str, name: str, arguments: dict[str, Any], arch: str,
                       pch_folder: Path | None) -> NativePlan:
     """Write the sources and a script that runs nvcc (device) and the host syntax check side by side; `cflags` is
-    the host check's flags without the extension's name (the precompiled header's key), empty without host code."""
+    the host check's flags as the precompiled header's key, empty without host code."""
     build = work / BUILD_FOLDER
-    build.mkdir(parents=True, exist_ok=True)
-    files = inline_sources(name, arguments) if kind == "inline" else loaded_sources(arguments)
-    for file_name, text in files.items():
-        (build / file_name).write_text(text)
-    device = sorted(f for f in files if f.endswith(".cu"))
-    host = sorted(f for f in files if f.endswith(_HOST_SUFFIXES))
+    sources = write_sources(build, kind, name, arguments)
+    device = sorted(Path(s).name for s in sources if s.endswith(".cu"))
+    host = sorted(Path(s).name for s in sources if s.endswith(_HOST_SUFFIXES))
     if kind == "inline" and not (arguments.get("cpp_sources") or arguments.get("functions")):
         host = []  # nothing but torch's header: no binding to check
-    cflags, cuda_cflags = _torch_flags(build, name, arguments, arch, pch_folder, [build / f for f in files])
-    if pch_folder:
-        cuda_cflags = [flag for flag in cuda_cflags if flag != f"-I{pch_folder}"]  # the header is for GCC only
-    host_commands = [[_cxx(), *cflags, "-fsyntax-only", f] for f in host]
-    device_commands = [[_nvcc(), *cuda_cflags, "-cubin", "-Xptxas", "-v", f, "-o", _cubin_name(f, device)]
-                       for f in device]
+    ensure_cuda_home()
+    # an -arch flag among the extra ones makes torch add no -gencode of its own (it would query the GPU)
+    ninja = torch_ninja(build, name, sources, arguments, pch_folder, with_cuda=True, extra=CPU_TORCH_DEFINES,
+                        extra_cuda=(f"-arch={arch}", *CPU_TORCH_DEFINES))
+    cflags = ninja_variable(ninja, "cflags")
+    cuda_cflags = [flag for flag in shlex.split(ninja_variable(ninja, "cuda_cflags"))
+                   if not (pch_folder and flag == f"-I{pch_folder}")]  # the header is for GCC only
+    host_commands = [[*shlex.split(ninja_variable(ninja, "cxx")), *shlex.split(cflags), "-fsyntax-only", f]
+                     for f in host]
+    device_commands = [[ninja_variable(ninja, "nvcc"), *cuda_cflags, "-cubin", "-Xptxas", "-v", f, "-o",
+                        _cubin_name(f, device)] for f in device]
     (build / SCRIPT).write_text(_script(host_commands, device_commands))
-    key_flags = " ".join(shlex.quote(f) for f in cflags if f != f"-DTORCH_EXTENSION_NAME={name}"
-                         and not (pch_folder and f == f"-I{pch_folder}"))
     return NativePlan(command=["sh", str(build / SCRIPT)], binary=f"{BUILD_FOLDER}/{CUBIN}",
-                      cflags=key_flags if host else "")
+                      cflags=header_key(cflags, name, pch_folder) if host else "")
 
 
-def _torch_flags(build: Path, name: str, arguments: dict[str, Any], arch: str, pch_folder: Path | None,
-                 sources: list[Path]) -> tuple[list[str], list[str]]:
-    """The `cflags` and `cuda_cflags` torch's own ninja writer chooses for a CUDA extension."""
+def ensure_cuda_home() -> None:
+    """A CPU build of torch has no CUDA_HOME: give it the toolkit torch would find on a CUDA build (CUDA_HOME or
+    CUDA_PATH, else nvcc's folder on PATH), so that its ninja writer can plan a CUDA extension."""
     import torch.utils.cpp_extension as cpp
 
-    if cpp.CUDA_HOME is None:  # a CPU build of torch: the toolkit torch would find on a CUDA build (nvcc on PATH)
-        cpp.CUDA_HOME = _cuda_home()
-    includes = ([str(pch_folder)] if pch_folder else []) + listed(arguments.get("extra_include_paths"))
-    ninja_file = build / "torch.ninja"
-    # an -arch flag among the extra ones makes torch add no -gencode of its own (it would query the GPU)
-    cpp._write_ninja_file_to_build_library(
-        path=str(ninja_file), name=name, sources=[str(s) for s in sources],
-        extra_cflags=listed(arguments.get("extra_cflags")) + CPU_TORCH_DEFINES,
-        extra_cuda_cflags=[f"-arch={arch}", *CPU_TORCH_DEFINES, *listed(arguments.get("extra_cuda_cflags"))],
-        extra_sycl_cflags=[], extra_ldflags=[], extra_include_paths=includes, with_cuda=True, with_sycl=False,
-        is_standalone=False)
-    text = ninja_file.read_text()
-    return shlex.split(ninja_variable(text, "cflags")), shlex.split(ninja_variable(text, "cuda_cflags"))
+    if cpp.CUDA_HOME is None:
+        home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+        nvcc = shutil.which("nvcc")
+        if home is None and nvcc is None:
+            raise RuntimeError("compile-only CUDA needs nvcc on PATH (or CUDA_HOME)")
+        cpp.CUDA_HOME = home or str(Path(nvcc or "").parent.parent)
 
 
 def _script(host_commands: list[list[str]], device_commands: list[list[str]]) -> str:
@@ -92,7 +86,7 @@ def _script(host_commands: list[list[str]], device_commands: list[list[str]]) ->
 def compile_only_status(work: Path, arguments: dict[str, Any]) -> dict[str, Any]:
     """The parent's reading of a finished compile-only build."""
     build = work / BUILD_FOLDER
-    host_log, device_log = _read(build / "host.log"), _read(build / "nvcc.log")
+    host_log, device_log = read_log(build / "host.log"), read_log(build / "nvcc.log")
     host_rc, device_rc = _exit_status(build / "host.rc"), _exit_status(build / "nvcc.rc")
     if host_rc is None or device_rc is None:
         return {"ok": False, "error": "the compile-only build did not finish"}
@@ -117,39 +111,11 @@ def _cubin_name(source: str, device: list[str]) -> str:
     return CUBIN if source == device[0] else f"{Path(source).stem}.cubin"
 
 
-def _cuda_home() -> str:
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
-    nvcc = shutil.which("nvcc")
-    if home is None and nvcc is None:
-        raise RuntimeError("compile-only CUDA needs nvcc on PATH (or CUDA_HOME)")
-    return home or str(Path(nvcc or "").parent.parent)
-
-
-def _nvcc() -> str:
-    import torch.utils.cpp_extension as cpp
-
-    return shutil.which("nvcc") or os.path.join(cpp.CUDA_HOME or _cuda_home(), "bin", "nvcc")
-
-
-def _cxx() -> str:
-    import torch.utils.cpp_extension as cpp
-
-    compiler = cpp.get_cxx_compiler()
-    return shutil.which(compiler) or compiler
-
-
 def _exit_status(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 def _missing_library_header(log: str) -> bool:

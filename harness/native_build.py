@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 BUILD_FOLDER = "build"
-CUDA_SUFFIXES = (".cu", ".cuh")
+_CUDA_SUFFIXES = (".cu", ".cuh")
 
 
 @dataclass
@@ -61,34 +61,49 @@ def loaded_sources(arguments: dict[str, Any]) -> dict[str, str]:
     return {f"{index}_{Path(source['name']).name}": source["text"] for index, source in enumerate(arguments["sources"])}
 
 
-def plan_native(work: Path, kind: str, name: str, arguments: dict[str, Any], pch_folder: Path | None) -> NativePlan:
-    """Write the sources and torch's build.ninja into `work/build`; return the command that builds them."""
-    import torch.utils.cpp_extension as cpp
-
-    build = work / BUILD_FOLDER
+def write_sources(build: Path, kind: str, name: str, arguments: dict[str, Any]) -> list[str]:
+    """Write what load_inline / load would compile into `build`; the files' paths."""
     build.mkdir(parents=True, exist_ok=True)
     files = inline_sources(name, arguments) if kind == "inline" else loaded_sources(arguments)
-    sources = []
     for file_name, text in files.items():
         (build / file_name).write_text(text)
-        sources.append(str(build / file_name))
-    with_cuda = arguments.get("with_cuda")
-    if with_cuda is None:
-        with_cuda = any(s.endswith(CUDA_SUFFIXES) for s in sources)
-    includes = listed(arguments.get("extra_include_paths"))
+    return [str(build / file_name) for file_name in files]
+
+
+def torch_ninja(build: Path, name: str, sources: list[str], arguments: dict[str, Any], pch_folder: Path | None,
+                with_cuda: bool, extra: tuple[str, ...] = (), extra_cuda: tuple[str, ...] = ()) -> str:
+    """torch's own build.ninja for these sources (written to `build/build.ninja`), with the precompiled header's
+    folder first on the include path; `extra`/`extra_cuda` go after the candidate's own flags."""
+    import torch.utils.cpp_extension as cpp
+
     ldflags = cpp._prepare_ldflags(listed(arguments.get("extra_ldflags")), with_cuda, False, False, False)
     ninja_file = build / "build.ninja"
     cpp._write_ninja_file_to_build_library(
-        path=str(ninja_file), name=name, sources=sources, extra_cflags=listed(arguments.get("extra_cflags")),
-        extra_cuda_cflags=listed(arguments.get("extra_cuda_cflags")), extra_sycl_cflags=[], extra_ldflags=ldflags,
-        extra_include_paths=([str(pch_folder)] if pch_folder else []) + includes, with_cuda=with_cuda,
-        with_sycl=False, is_standalone=False)
-    cflags = ninja_variable(ninja_file.read_text(), "cflags")
+        path=str(ninja_file), name=name, sources=sources, extra_cflags=[*listed(arguments.get("extra_cflags")), *extra],
+        extra_cuda_cflags=[*extra_cuda, *listed(arguments.get("extra_cuda_cflags"))], extra_sycl_cflags=[],
+        extra_ldflags=ldflags, extra_include_paths=([str(pch_folder)] if pch_folder else [])
+        + listed(arguments.get("extra_include_paths")), with_cuda=with_cuda, with_sycl=False, is_standalone=False)
+    return ninja_file.read_text()
+
+
+def header_key(cflags: str, name: str, pch_folder: Path | None) -> str:
+    """torch's C++ flags as the precompiled header's key: without its folder and without the extension's name."""
     if pch_folder:
         cflags = cflags.replace(f"-I{pch_folder} ", "", 1)
+    return cflags.replace(f"-DTORCH_EXTENSION_NAME={name} ", "")
+
+
+def plan_native(work: Path, kind: str, name: str, arguments: dict[str, Any], pch_folder: Path | None) -> NativePlan:
+    """Write the sources and torch's build.ninja into `work/build`; return the command that builds them."""
+    build = work / BUILD_FOLDER
+    sources = write_sources(build, kind, name, arguments)
+    with_cuda = arguments.get("with_cuda")
+    if with_cuda is None:
+        with_cuda = any(s.endswith(_CUDA_SUFFIXES) for s in sources)
+    cflags = ninja_variable(torch_ninja(build, name, sources, arguments, pch_folder, with_cuda), "cflags")
     jobs = "1" if len(sources) == 1 else str(os.cpu_count() or 1)
     return NativePlan(command=[ninja_binary(), "-v", "-j", jobs, "-C", str(build)], binary=f"{BUILD_FOLDER}/{name}.so",
-                      cflags=cflags.replace(f"-DTORCH_EXTENSION_NAME={name} ", ""))
+                      cflags=header_key(cflags, name, pch_folder))
 
 
 def ninja_variable(text: str, variable: str) -> str:

@@ -17,6 +17,8 @@ from typing import Iterator
 
 from harness.paths import home
 
+_COMPILES = "compiles.lock"  # shared by every compile on the machine, exclusive for a CPU timing
+
 
 @contextmanager
 def _locked(name: str, operation: int) -> Iterator[None]:
@@ -48,5 +50,3 @@ def compiling() -> Iterator[None]:
     with _locked(_COMPILES, fcntl.LOCK_SH):
         yield
 
-
-_COMPILES = "compiles.lock"

@@ -227,17 +227,15 @@ def _reap(channel: socket.socket, children: set[int]) -> None:
 
 def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
     """Runs in the fork: the same steps as a child started from scratch, in the same order."""
-    import ctypes
-
     from harness import jail
-    from harness.sandbox import Limits, _limit_resources
+    from harness.cgroups import ControlGroup
+    from harness.sandbox import Limits, _preexec
 
     channel.close()
     os.setsid()
-    for folder in request["cgroups"]:
-        Path(folder, "cgroup.procs").write_text(str(os.getpid()))
-    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # dies with the zygote, which dies with the parent
-    _limit_resources(Limits(**request["limits"]))
+    # what Popen's preexec_fn does for an exec'd child: cgroups, death with the zygote (which dies with the
+    # parent), resource limits
+    _preexec(Limits(**request["limits"]), ControlGroup(folders=[Path(f) for f in request["cgroups"]]))
     log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
     for target, source in ((0, null), (1, log), (2, log)):
@@ -262,11 +260,7 @@ def _run_child(writable: list[str], visible: list[str], argv: list[str]) -> None
 
     from harness import jail
 
-    jail._libc.prctl(jail.PR_SET_PDEATHSIG, 9, 0, 0, 0)
-    if os.getpid() == 1:
-        jail._seal_file_systems(writable, visible)
-        os.chdir(os.getcwd())
-    jail._drop_capabilities()
+    jail.enter(writable, visible)
     tempfile.tempdir = None  # TMPDIR is the evaluation's own now
     random.seed()
     sys.argv = ["harness.child", *argv]

@@ -85,7 +85,7 @@ def test_compile_only_uses_torch_flags_for_both_compilers(tmp_path: Path) -> Non
     with_header = plan_compile_only(tmp_path, "inline", "ext", arguments, "sm_90", pch_folder=tmp_path / "pch")
     script = (tmp_path / "build" / SCRIPT).read_text()
     host, device = (line for line in script.splitlines() if "-fsyntax-only" in line or "-cubin" in line)
-    assert f"-I{tmp_path / 'pch'}" in host and "pch" not in device and with_header.cflags == plan.cflags
+    assert f"-I{tmp_path / 'pch'}" in host and str(tmp_path / 'pch') not in device and with_header.cflags == plan.cflags
 
 
 def test_host_code_that_does_not_compile_is_a_compile_error() -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from harness.timing import speedup_interval
 
 
@@ -22,4 +24,5 @@ def test_pairs_are_resampled_together_so_a_shared_drift_cancels() -> None:
     drift = [1.0 + 0.5 * (i % 2) for i in range(200)]  # the machine alternates fast/slow, both models alike
     low, high = speedup_interval([2.0 * d for d in drift], drift)
     assert low == high == 2.0
-    assert speedup_interval([], []) == (0.0, 0.0)
+    with pytest.raises(ValueError):
+        speedup_interval([], [])
