@@ -57,16 +57,17 @@ def _flat(output: Any) -> list[Any]:
 
 
 def passing_canaries(reference: ReferenceRun, policy: EvalPolicy) -> list[str]:
-    """Names of the canaries that pass every trial of this problem."""
-    passing: dict[str, int] = {}
+    """Names of the canaries that pass every trial of this problem (a canary is dropped at its first failing
+    trial: most fail the first, and a failing comparison is the slow, careful one)."""
     constant = _overall_mean(reference.outputs)
+    alive: list[str] | None = None
     for seed, inputs, ref in zip(reference.trial_seeds, reference.trial_inputs, reference.outputs):
-        for name, output in canary_outputs(ref, inputs, constant).items():
-            if _has_none(output):
-                continue
-            if compare_trial(seed, ref, output, policy).passed:
-                passing[name] = passing.get(name, 0) + 1
-    return [name for name, count in passing.items() if count == len(reference.outputs)]
+        outputs = canary_outputs(ref, inputs, constant)
+        alive = [name for name in (outputs if alive is None else alive)
+                 if not _has_none(outputs[name]) and compare_trial(seed, ref, outputs[name], policy).passed]
+        if not alive:
+            return []
+    return alive or []
 
 
 def _has_none(output: Any) -> bool:

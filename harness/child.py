@@ -23,7 +23,7 @@ from harness.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
 from harness.channel import ChildEnd
 from harness.integrity import (PoisonedAllocations, flatten, identity_snapshot, inputs_changed, output_problems,
                                replaced_since, settled_fingerprints, thread_state)
-from harness.tensors import cloned, portable, to_device
+from harness.tensors import cloned, portable, to_device, values_at
 from harness.timing import make_timer
 
 _perf_counter = time.perf_counter  # bound before any candidate code runs
@@ -354,10 +354,13 @@ class Child:
 
     def do_probe(self, command: dict[str, Any]) -> dict[str, Any]:
         """Values at parent-chosen positions of the last batch's outputs, read right after the clock stopped."""
+        import torch
+
         values = []
         for index, positions in zip(command["calls"], command["positions"]):
             tensors = [t for t in flatten(self.outputs[index]) if t is not None]
-            values.append([_values_at(t, positions) for t in tensors])
+            # anything but a plain tensor (a subclass could compute on being read) reads as a mismatch
+            values.append([values_at(t, positions) if type(t) is torch.Tensor else type(t).__name__ for t in tensors])
         return {"values": values}
 
     def do_outputs(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -386,13 +389,6 @@ class Child:
             self.result["telemetry"]["after"] = snapshot()
         _write_result(self.scratch, self.result)
         return {"status": "finished"}
-
-
-def _values_at(tensor: Any, positions: list[int]) -> list[float]:
-    flat = tensor.detach().reshape(-1)
-    if not flat.numel():
-        return []
-    return [float(flat[p % flat.numel()].item()) for p in positions]
 
 
 def make_flusher(device: str) -> Callable[[], None]:

@@ -25,6 +25,7 @@ from harness.session import ChildSession, ChildStopped
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
 from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
+from harness.timed_checks import PROBE_POSITIONS
 from harness.timing import speedup_interval, summarize
 from harness.timing_slot import timing_slot
 from harness.verdicts import child_failure, integrity_failures, read_events
@@ -376,4 +377,6 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
         "clock": "parent perf_counter_ns around each batch; reference in its own process",
         "batch_size": timed.batch_size, "batches": len(ref), "calls_per_model": timed.total_calls,
         "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,
-        "p_catch_1pct_cache_hits": round(catch, 3)}
+        "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,
+        "p_catch_1pct_cache_hits": round(catch, 3), "pilot_batches": timed.pilot_batches,
+        "pilot_half_width": None if timed.pilot_half_width is None else round(timed.pilot_half_width, 4)}

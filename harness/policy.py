@@ -22,7 +22,10 @@ class EvalPolicy(BaseModel):
     warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")
     min_timed_calls: int = Field(10, ge=3, description="Fewest timed batches per model.")
     max_timed_calls: int = Field(1000, ge=3, description="Most timed calls per model.")
-    timing_budget_s: float = Field(1.0, gt=0, description="Target time spent timing each model.")
+    timing_budget_s: float = Field(1.0, gt=0, description="Most time spent timing each model.")
+    timing_precision: float = Field(0.01, ge=0, description="Time only as many batches as a ±this-fraction 95% "
+                                    "interval of the speedup needs, as a discarded pilot of min_timed_calls "
+                                    "batches predicts (timing_budget_s still caps it); 0: always the budget.")
     timeout_s: float = Field(300.0, gt=0, description="Run clock of the candidate's process: import, checks and "
                              "timing; time spent building its extensions is not on it.")
     build_timeout_s: float = Field(900.0, gt=0, description="Wall clock of each extension build (a slow nvcc "
@@ -32,9 +35,12 @@ class EvalPolicy(BaseModel):
     cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")
     hardening: bool = Field(True, description="Runtime integrity checks: poisoned outputs, mutation, aliasing, "
                             "work after return, candidate run after the reference, spot checks, identity checks.")
-    timed_checks: int = Field(300, ge=0, description="Timed calls (at secret positions) whose outputs are "
-                              "checked against the parent's reference: 300 catch a 1% cache-hit rate with 95% "
-                              "probability.")
+    timed_checks: int = Field(300, ge=0, description="Timed calls whose outputs are checked at 16 secret "
+                              "positions against the reference's own timing process (same fresh inputs): 300 "
+                              "catch a 1% cache-hit rate with 95% probability.")
+    timed_full_checks: int = Field(20, ge=0, description="Of the checked calls, how many (at random) also have "
+                                   "their whole output compared with the parent's own reference; a call whose "
+                                   "probed values differ always is.")
     batch_target_ms: float = Field(2.0, gt=0, description="Timed calls run in batches of about this length, so "
                                    "the parent's pipe round trip is small against the work it clocks.")
     knockout: bool = Field(True, description="Re-run one trial with the candidate's kernel functions poisoned: "

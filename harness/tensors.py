@@ -28,3 +28,16 @@ def portable(output: Any) -> Any:
     if isinstance(output, (tuple, list)):
         return [portable(item) for item in output]
     return {UNSUPPORTED: type(output).__name__}
+
+
+def values_at(tensor: Any, positions: list[int]) -> list[float]:
+    """The values at `positions` (modulo its size) of a flattened tensor, as floats (complex: magnitudes), read
+    in one gather: the probe of a timed call's output."""
+    import torch
+
+    flat = tensor.detach().reshape(-1)
+    if not flat.numel():
+        return []
+    index = torch.tensor([p % flat.numel() for p in positions], dtype=torch.long, device=flat.device)
+    picked = flat[index]
+    return (picked.abs() if picked.is_complex() else picked).double().tolist()

@@ -3,9 +3,10 @@
 The reference is timed in its own child that never loads candidate code, the candidate in its child, in
 alternating batches. For each batch the parent has the child stage fresh inputs (untimed), then sends `go` and
 reads `done` on its own `perf_counter_ns`: nothing in either child can touch that clock, and a batch only ends
-when the child has synchronized the device. Right after a checked batch the parent reads values at secret
-positions of its outputs (work still running after `done` shows as a mismatch), then fetches those outputs and
-compares them with references it computes itself for the same fresh inputs.
+when the child has synchronized the device. Checked calls are probed right after their batch and a few compared
+in full (`harness/timed_checks.py`). With `timing_precision`, a discarded pilot predicts how many batches a precise
+speedup needs, so a steady kernel is not timed for the whole budget; the checked calls are then drawn from the
+calls that will actually run, so the number of checks does not shrink with the timing.
 """
 
 from __future__ import annotations
@@ -17,15 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.compare import compare_trial
-from harness.fresh_inputs import draw_recipe, fresh_inputs, make_pools
+from harness.fresh_inputs import draw_recipe, make_pools
 from harness.integrity import flatten
 from harness.policy import EvalPolicy
 from harness.reference import ReferenceRun
 from harness.session import ChildSession
-from harness.tensors import portable
-
-_PROBE_POSITIONS = 8
+from harness.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
+from harness.timing import speedup_interval
 
 
 @dataclass
@@ -34,7 +33,10 @@ class TimedRun:
     candidate_ms: list[float] = field(default_factory=list)
     batch_size: int = 1
     overhead_ms: float = 0.0
-    checked_calls: int = 0
+    checked_calls: int = 0  # probed at secret positions against the reference's child
+    full_checks: int = 0  # of those, compared in full with the parent's own reference
+    pilot_batches: int = 0  # timed and discarded, to predict the batches a precise speedup needs
+    pilot_half_width: float | None = None
     total_calls: int = 0
     failures: list[str] = field(default_factory=list)  # `[check] reason`, decisive
     slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
@@ -89,6 +91,7 @@ class Timing:
         self.device, self.scratch = device, scratch
         self.rng = random.Random(seed)
         self.pools = make_pools(reference.trial_inputs[0], pool_seed)
+        self.tolerances = trial_tolerances(reference, policy)
         self.run = TimedRun()
 
     def recipes(self, count: int) -> list[Any]:
@@ -105,71 +108,77 @@ class Timing:
         output_bytes = _bytes(flatten(self.reference.outputs[0]))
         batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand],
                                 _bytes(self.reference.trial_inputs[0]) + output_bytes)
+        batches = self._batches_needed(batch, batches, overhead)
         total = batch * batches
         checked = set(self.rng.sample(range(total), min(total, self.policy.timed_checks))) \
             if self.policy.hardening else set()
+        self.full = set(self.rng.sample(sorted(checked), min(len(checked), self.policy.timed_full_checks)))
         self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
         for index in range(batches):
             calls = self.recipes(batch)
-            order = (self.ref, self.cand) if index % 2 == 0 else (self.cand, self.ref)
-            for session in order:
+            mine = [i for i in range(batch) if index * batch + i in checked]
+            positions = probe_positions(self.rng, len(mine))
+            probed: dict[bool, Any] = {}
+            for session in (self.ref, self.cand) if index % 2 == 0 else (self.cand, self.ref):
                 sample = _batch_ms(session, calls, overhead, session is self.ref)
                 (self.run.ref_ms if session is self.ref else self.run.candidate_ms).append(sample)
-                mine = [i for i in range(batch) if index * batch + i in checked]
-                if session is self.cand and mine and not self._check(index, calls, mine):
-                    return self.run
+                if mine:  # right after `done`, before anything else runs
+                    probed[session is self.ref] = self._probe(session, mine, positions)
+            if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
+                return self.run
         return self.run
 
-    def _check(self, batch_index: int, calls: list[Any], mine: list[int]) -> bool:
-        """Probe right after `done`, then compare the full outputs with the parent's own references."""
-        import torch
+    def _batches_needed(self, batch: int, most: int, overhead: float) -> int:
+        """Batches for a ±timing_precision interval of the speedup, predicted from a pilot of min_timed_calls
+        batches whose samples are discarded (its calls are unchecked, so they must not count): the interval
+        narrows as 1/sqrt(batches)."""
+        pilot = self.policy.min_timed_calls
+        if not self.policy.timing_precision or most < 2 * pilot:
+            return most
+        ref, cand = [], []
+        for index in range(pilot):
+            calls = self.recipes(batch)
+            for session in (self.ref, self.cand) if index % 2 == 0 else (self.cand, self.ref):
+                (ref if session is self.ref else cand).append(_batch_ms(session, calls, overhead, session is self.ref))
+        low, high = speedup_interval(ref, cand, resamples=200)
+        half_width = (high - low) / 2 / max(statistics.median(ref) / max(statistics.median(cand), 1e-12), 1e-12)
+        needed = math.ceil(pilot * (half_width / self.policy.timing_precision) ** 2)
+        self.run.pilot_batches, self.run.pilot_half_width = pilot, half_width
+        return min(most, max(pilot, needed + needed % 2))
 
-        positions = [[self.rng.randrange(1 << 30) for _ in range(_PROBE_POSITIONS)] for _ in mine]
-        probed = _expect(self.cand.request({"cmd": "probe", "calls": mine, "positions": positions}), "values")
+    def _probe(self, session: ChildSession, mine: list[int], positions: list[list[int]]) -> Any:
+        return _expect(session.request({"cmd": "probe", "calls": mine, "positions": positions}), "values",
+                       session is self.ref)
+
+    def _check(self, batch_index: int, calls: list[Any], mine: list[int], positions: list[list[int]],
+               probed: Any, expected: Any) -> bool:
+        """Probed values against the reference child's; the full comparison for the chosen few and any that
+        differ."""
+        if not isinstance(probed, list) or len(probed) != len(mine):
+            probed = [None] * len(mine)
+        full = [k for k, call in enumerate(mine)
+                if batch_index * len(calls) + call in self.full
+                or not probes_agree(probed[k], expected[k], self.tolerances[calls[call][0]])]
+        if not full:
+            return True
         name = f"timed_{batch_index}.pt"
-        _expect(self.cand.request({"cmd": "outputs", "calls": mine, "file": name}), "status")
+        _expect(self.cand.request({"cmd": "outputs", "calls": [mine[k] for k in full], "file": name}), "status")
         try:
+            import torch
+
             got = torch.load(self.scratch / name, weights_only=True)
-            assert isinstance(got, list) and len(got) == len(mine)
+            assert isinstance(got, list) and len(got) == len(full)
         except Exception:
             self.run.failures.append("[timed-check] the outputs of timed calls could not be read back")
             return False
         finally:
             (self.scratch / name).unlink(missing_ok=True)
-        for call, output, where, values in zip(mine, got, positions, probed):
-            if _probe_differs(output, where, values):
-                self.run.failures.append(f"[work-after-return] timed call {batch_index * len(calls) + call}: its "
-                                         "output changed after the timer stopped (work still running after `done`)")
-                return False
-            trial, recipe = calls[call]
-            expected = self._expected(trial, recipe)
-            result = compare_trial(self.reference.trial_seeds[trial], expected, output, self.policy)
-            if not result.passed:
-                self.run.failures.append(f"[timed-check] timed call {batch_index * len(calls) + call} (fresh "
-                                         f"inputs) returned a wrong result: {result.message}")
+        self.run.full_checks += len(full)
+        for k, output in zip(full, got):
+            label = f"timed call {batch_index * len(calls) + mine[k]}"
+            failure = full_check_failure(self.reference, self.pools, self.policy, self.device, calls[mine[k]],
+                                         output, positions[k], probed[k], label)
+            if failure:
+                self.run.failures.append(failure)
                 return False
         return True
-
-    def _expected(self, trial: int, recipe: Any) -> Any:
-        import torch
-
-        inputs = fresh_inputs(self.reference.trial_inputs[trial], self.pools, recipe, self.device)
-        with torch.no_grad():
-            return portable(self.reference.model(*inputs))
-
-
-def _probe_differs(output: Any, positions: list[int], values: Any) -> bool:
-    import torch
-
-    tensors = [t for t in flatten(output) if isinstance(t, torch.Tensor)]
-    if not isinstance(values, list) or len(values) != len(tensors):
-        return True
-    for tensor, seen in zip(tensors, values):
-        flat = tensor.reshape(-1)
-        if not flat.numel():
-            continue
-        now = [float(flat[p % flat.numel()].item()) for p in positions]
-        if len(now) != len(seen) or any(not (a == b or (math.isnan(a) and isinstance(b, float) and math.isnan(b)))
-                                         for a, b in zip(now, seen)):
-            return True
-    return False
