@@ -7,6 +7,7 @@ containers). Where neither is, `describe()` says so and the rlimits and the pare
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
@@ -16,14 +17,18 @@ from pathlib import Path
 ROOT = Path("/sys/fs/cgroup")
 
 
+BUILD_PREFIX = "kernelwright-build-"  # builds' groups: a CPU timing freezes every one on the machine
+
+
 @dataclass
 class ControlGroup:
     folders: list[Path] = field(default_factory=list)
     reason: str = ""
+    freezer: Path | None = None  # where this group is frozen and thawed (builds only)
 
     @classmethod
-    def create(cls, token: str, memory_mb: int, max_processes: int) -> "ControlGroup":
-        name = f"kernelwright-{token[:16]}"
+    def create(cls, token: str, memory_mb: int, max_processes: int, freezable: bool = False) -> "ControlGroup":
+        name = f"{BUILD_PREFIX if freezable else 'kernelwright-'}{token[:16]}"
         v1 = {"pids": ("pids.max", str(max_processes)), "memory": ("memory.limit_in_bytes", str(memory_mb << 20))}
         group = cls()
         try:
@@ -33,19 +38,34 @@ class ControlGroup:
                     folder.mkdir()
                     group.folders.append(folder)
                     (folder / knob).write_text(value)
+                if freezable and (ROOT / "freezer" / "cgroup.procs").exists():
+                    group.freezer = ROOT / "freezer" / name
+                    group.freezer.mkdir()
+                    group.folders.append(group.freezer)
             elif (ROOT / "cgroup.controllers").exists():
                 folder = ROOT / name
                 folder.mkdir()
                 group.folders.append(folder)
                 (folder / "pids.max").write_text(str(max_processes))
                 (folder / "memory.max").write_text(str(memory_mb << 20))
+                group.freezer = folder if freezable and (folder / "cgroup.freeze").exists() else None
             else:
                 group.reason = "no cgroup hierarchy found"
         except OSError as exc:
             group.remove()
-            group.folders = []
+            group.folders, group.freezer = [], None
             group.reason = f"cgroups not writable here ({exc.strerror or exc})"
         return group
+
+    def frozen(self) -> bool:
+        return self.freezer is not None and is_frozen(self.freezer)
+
+    def thaw(self) -> None:
+        if self.freezer is not None:
+            try:
+                set_frozen(self.freezer, False)
+            except OSError:
+                pass
 
     def describe(self) -> dict[str, str]:
         if self.folders:
@@ -69,6 +89,7 @@ class ControlGroup:
     def kill_all(self) -> list[int]:
         killed: list[int] = []
         for _ in range(50):  # a fork bomb refills: sweep until empty (pids.max bounds each sweep)
+            self.thaw()  # a frozen process (cgroup v1) dies only once thawed
             pids = self.pids()
             if not pids:
                 break
@@ -103,3 +124,45 @@ class ControlGroup:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def build_freezers() -> list[Path]:
+    """Every build's freezer on this machine (any kernelwright process's)."""
+    v1 = ROOT / "freezer"
+    return sorted((v1 if (v1 / "cgroup.procs").exists() else ROOT).glob(f"{BUILD_PREFIX}*"))
+
+
+def set_frozen(folder: Path, frozen: bool) -> None:
+    if (folder / "freezer.state").exists():
+        (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+    else:
+        (folder / "cgroup.freeze").write_text("1" if frozen else "0")
+
+
+def is_frozen(folder: Path) -> bool:
+    """Frozen or freezing (a v1 group reads FREEZING until its last task has stopped)."""
+    try:
+        if (folder / "freezer.state").exists():
+            return (folder / "freezer.state").read_text().strip() in ("FROZEN", "FREEZING")
+        return "frozen 1" in (folder / "cgroup.events").read_text() or (folder / "cgroup.freeze").read_text().strip() == "1"
+    except OSError:
+        return False
+
+
+def fully_frozen(folder: Path) -> bool:
+    try:
+        if (folder / "freezer.state").exists():
+            return (folder / "freezer.state").read_text().strip() == "FROZEN"
+        return "frozen 1" in (folder / "cgroup.events").read_text()
+    except OSError:
+        return True  # gone: nothing left to run
+
+
+@functools.cache
+def builds_freezable() -> bool:
+    """Whether a build's cgroup can be frozen on this machine (then a CPU timing need not wait for builds)."""
+    group = ControlGroup.create(f"probe{os.getpid()}{time.monotonic_ns()}", 64, 8, freezable=True)
+    try:
+        return group.freezer is not None
+    finally:
+        group.remove()

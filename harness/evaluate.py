@@ -230,8 +230,8 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
     try:
         if "failed" in ref.request({"cmd": "load"}):
             raise ProblemError("the reference failed to load in its timing process")
-        with timing_slot(job.device) as waited:
-            timing.run.slot_wait_s = waited
+        with timing_slot(job.device) as slot:
+            timing.run.slot_wait_s, timing.run.frozen_builds = slot.waited_s, slot.frozen_builds
             return timing.measure()
     except TimingProtocolError as exc:
         timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
@@ -379,4 +379,5 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
         "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,
         "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,
         "p_catch_1pct_cache_hits": round(catch, 3), "pilot_batches": timed.pilot_batches,
-        "pilot_half_width": None if timed.pilot_half_width is None else round(timed.pilot_half_width, 4)}
+        "pilot_half_width": None if timed.pilot_half_width is None else round(timed.pilot_half_width, 4),
+        "builds_frozen_while_timed": timed.frozen_builds}

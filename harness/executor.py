@@ -1,6 +1,7 @@
 """Executors run the harness pipeline for the agent and for sweeps: builds in parallel, one timed candidate at
-a time per device. On a GPU one timing job per device while compiles go on; on the CPU timing runs alone while
-compiles wait (a build on the other core would steal the cycles being measured). The judged candidate's
+a time per device. On a GPU one timing job per device while compiles go on; on the CPU builds are frozen while a
+candidate is measured (a build on the other core would steal the cycles being measured), or, where cgroups cannot
+freeze, timing runs alone while compiles wait. The judged candidate's
 profile (Nsight Compute) is a job of the same pipeline, under the same gate."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import psutil
 
+from harness.cgroups import builds_freezable
 from harness.eval_task import EvalTask, Executor, ExecutorUnavailable, run_profile, with_prebuild
 from harness.evaluate import evaluate
 from harness.prebuild import prebuild
@@ -93,7 +95,8 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None, device: str = "cpu") -> None:
         self.workers = workers or default_workers(device)
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kernelwright-eval")
-        self.gate = TimingGate(exclusive_with_compiles=device == "cpu")
+        # where builds can be frozen, a CPU timing freezes them (harness/timing_slot.py) rather than wait for them
+        self.gate = TimingGate(exclusive_with_compiles=device == "cpu" and not builds_freezable())
 
     def submit(self, task: EvalTask) -> "Future[Evaluation]":
         return self.pool.submit(self._run, task)

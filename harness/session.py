@@ -20,7 +20,7 @@ from typing import Any, Callable
 from harness.cgroups import ControlGroup
 from harness.channel import ChannelClosed, ParentEnd
 from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
-from harness.timing_slot import compiling
+from harness.timing_slot import compiling, timing_abandoned
 from harness.zygote import ForkedChild, ZygoteUnavailable, shared_zygote
 
 _POLL_S = 0.05
@@ -66,14 +66,14 @@ class _Jailed:
     """A process started in the jail with its own cgroups and token; `finish` kills whatever it left behind."""
 
     def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
-                 pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None) -> None:
+                 pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None, build: bool = False) -> None:
         """`child_argv` (with `{CMD_FD}`/`{MSG_FD}` for the two `pass_fds`): `command` runs `harness.child` with
         these arguments, so the zygote may fork it instead (the same jail, limits and environment)."""
         if _stopping.is_set():
             raise ChildStopped("interrupted: no new process starts")
         self.limits = limits
         self.token = uuid.uuid4().hex
-        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes)
+        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes, freezable=build)
         self.outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=self.group.describe())
         self.started = time.monotonic()
         self.log = open(log, "ab")
@@ -282,10 +282,13 @@ def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
 
 
 def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome:
-    """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock. It
-    holds the machine's compile lock: a CPU timing never runs beside it (its clock starts once it holds it)."""
-    with compiling():
-        jailed = _Jailed(command, folder, limits, folder / "process.log")
+    """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock. A
+    CPU timing never runs beside it: it freezes the build's cgroup while it measures, or, where cgroups cannot
+    freeze, the build holds the compile lock throughout and the timing waits (`harness/timing_slot.py`)."""
+    with compiling() as started:
+        jailed = _Jailed(command, folder, limits, folder / "process.log", build=True)
+        if jailed.group.freezer is not None:
+            started()
         while jailed.proc.poll() is None:
             if time.monotonic() - jailed.started > limits.timeout_s:
                 jailed.outcome.timed_out = True
@@ -293,5 +296,8 @@ def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome
             if jailed.over_memory():
                 jailed.outcome.memory_exceeded = True
                 break
+            if jailed.group.frozen() and timing_abandoned():
+                jailed.group.thaw()  # its timer died between freezing and thawing
             time.sleep(_POLL_S)
+        jailed.outcome.containment["frozen_by_timings"] = "yes" if jailed.group.freezer else "no: not freezable here"
         return jailed.finish(grace_s=0)

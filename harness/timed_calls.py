@@ -40,6 +40,7 @@ class TimedRun:
     total_calls: int = 0
     failures: list[str] = field(default_factory=list)  # `[check] reason`, decisive
     slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
+    frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
 
 
 class TimingProtocolError(Exception):

@@ -3,21 +3,32 @@ timed regions never overlap, whether they come from threads (best-of-N), process
 kernelwright commands. An exclusive `flock` on a per-device file under the kernelwright home; the kernel releases
 it when its holder dies, so a killed evaluation never blocks the next.
 
-On the CPU the measurement also needs the cores to itself: every compile on this machine (a candidate's build, a
-precompiled header built in the background, another kernelwright command's builds) holds a shared lock on one
-file, and a CPU timing takes it exclusively, so it starts once running compiles end and none starts meanwhile."""
+On the CPU the measurement also needs the cores to itself. Every build on this machine (a candidate's, a
+precompiled header built in the background, another kernelwright command's) runs in a cgroup that a CPU timing
+freezes for the length of the measurement and thaws after, so a timing never waits for a 70 s header build and
+builds lose only the seconds being measured. The timer holds a machine-wide lock meanwhile: a build whose timer
+died (the lock is free, the group still frozen) is thawed by its own process. Builds start under a shared lock that
+the timer takes exclusively, so none starts during a measurement; where cgroups cannot freeze, a build holds that
+lock for its whole run and a CPU timing waits for it, as before.
+"""
 
 from __future__ import annotations
 
 import fcntl
 import os
+import tempfile
 import time
 from contextlib import contextmanager
-from typing import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
 
+from harness.cgroups import build_freezers, fully_frozen, set_frozen
 from harness.paths import home
 
-_COMPILES = "compiles.lock"  # shared by every compile on the machine, exclusive for a CPU timing
+_COMPILES = "compiles.lock"  # shared by builds while they start (or run, unfreezable), exclusive for a CPU timing
+_MACHINE_LOCK = Path(tempfile.gettempdir()) / "kernelwright-cpu-timing.lock"  # held while builds are frozen
+_FREEZE_WAIT_S = 5.0
 
 
 @contextmanager
@@ -32,21 +43,75 @@ def _locked(name: str, operation: int) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+@dataclass
+class Slot:
+    waited_s: float = 0.0  # waiting for another timing (or, without freezing, for running builds)
+    frozen_builds: int = 0  # builds frozen while this slot was held (CPU only)
+
+
 @contextmanager
-def timing_slot(device: str) -> Iterator[float]:
-    """Hold the device's timing slot (on the CPU, with no compile running); yields the seconds spent waiting."""
+def timing_slot(device: str) -> Iterator[Slot]:
+    """Hold the device's timing slot (on the CPU, with every build frozen or finished)."""
     started = time.perf_counter()
     with _locked(f"timing-{device}.lock", fcntl.LOCK_EX):
         if device != "cpu":
-            yield time.perf_counter() - started
+            yield Slot(time.perf_counter() - started)
             return
-        with _locked(_COMPILES, fcntl.LOCK_EX):
-            yield time.perf_counter() - started
+        with _locked(_COMPILES, fcntl.LOCK_EX), _builds_frozen() as frozen:
+            yield Slot(time.perf_counter() - started, frozen)
 
 
 @contextmanager
-def compiling() -> Iterator[None]:
-    """Held around every compiler run: compiles share it; a CPU timing waits for them and holds them off."""
-    with _locked(_COMPILES, fcntl.LOCK_SH):
-        yield
+def _builds_frozen() -> Iterator[int]:
+    fd = os.open(_MACHINE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    frozen: list[Path] = []
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        for folder in build_freezers():
+            try:
+                set_frozen(folder, True)
+                frozen.append(folder)
+            except OSError:
+                continue  # finished meanwhile, or not ours to freeze
+        deadline = time.monotonic() + _FREEZE_WAIT_S
+        while not all(fully_frozen(f) for f in frozen) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        yield len(frozen)
+    finally:
+        for folder in frozen:
+            try:
+                set_frozen(folder, False)
+            except OSError:
+                continue
+        os.close(fd)
 
+
+def timing_abandoned() -> bool:
+    """No CPU timing on this machine holds the lock: a build still frozen was left by a timer that died."""
+    fd = os.open(_MACHINE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def compiling() -> Iterator[Callable[[], None]]:
+    """Held while a build starts; it yields `release`, which a build whose cgroup can be frozen calls once started
+    (a CPU timing freezes it instead of waiting for it). Builds share it; a CPU timing holds it exclusively."""
+    folder = home().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    fd: list[int] = [os.open(folder / _COMPILES, os.O_RDWR | os.O_CREAT, 0o644)]
+
+    def release() -> None:
+        if fd:
+            os.close(fd.pop())
+
+    try:
+        fcntl.flock(fd[0], fcntl.LOCK_SH)
+        yield release
+    finally:
+        release()

@@ -10,11 +10,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import psutil
 import pytest
 
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
 from harness import EvalPolicy, timed_calls
+from harness.cgroups import build_freezers
+from harness.sandbox import Limits
+from harness.session import run_jailed
 from harness.timing_slot import compiling, timing_slot
 from kernelwright.optimize_service import run_optimize
 from tests.conftest import RELU_CANDIDATE
@@ -60,7 +64,7 @@ def test_a_cpu_timing_waits_for_compiles_of_other_processes(tmp_path: Path, monk
             pass
     finally:
         compiler.wait(10)
-    assert waited_gpu < 0.3 and waited_cpu > 0.5
+    assert waited_gpu.waited_s < 0.3 and waited_cpu.waited_s > 0.5
 
 
 def test_compiles_wait_while_a_cpu_timing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,6 +85,74 @@ def test_compiles_wait_while_a_cpu_timing_runs(tmp_path: Path, monkeypatch: pyte
         stamps["timing_done"] = time.monotonic()
     worker.join(10)
     assert stamps["compile_start"] >= stamps["timing_done"]
+
+
+_SPIN = ["sh", "-c", "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done"]  # a few CPU seconds, like a compiler
+
+
+def _spinning_build(tmp_path: Path) -> tuple[threading.Thread, dict[str, object]]:
+    """A build (run_jailed, as the compilers are run) spinning on a core, in a thread; its outcome when done."""
+    result: dict[str, object] = {}
+    folder = tmp_path / "build"
+    folder.mkdir()
+    before = set(build_freezers())
+    thread = threading.Thread(target=lambda: result.update(outcome=run_jailed(_SPIN, folder, Limits(60, 512, False))))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not (set(build_freezers()) - before) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    groups = sorted(set(build_freezers()) - before)
+    if not groups:  # a build's group has a freezer only where cgroups can freeze
+        thread.join(60)
+        pytest.skip("no cgroup freezer here: builds hold the compile lock instead (the test above)")
+    result["group"] = groups[0]
+    time.sleep(0.2)  # the shell is running
+    return thread, result
+
+
+def _cpu_seconds(group: Path, interval: float) -> float:
+    """CPU seconds the group's processes used over `interval`."""
+    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
+    def total() -> float:
+        return sum(sum(psutil.Process(p).cpu_times()[:2]) for p in pids if psutil.pid_exists(p))
+    start = total()
+    time.sleep(interval)
+    return total() - start
+
+
+def test_a_cpu_timing_freezes_running_builds_instead_of_waiting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
+    thread, result = _spinning_build(tmp_path)
+    group = result["group"]
+    assert isinstance(group, Path)
+    with timing_slot("cpu") as slot:
+        frozen_cpu = _cpu_seconds(group, 0.4)
+    running_cpu = _cpu_seconds(group, 0.4)
+    thread.join(60)
+    assert slot.waited_s < 0.3 and slot.frozen_builds >= 1  # no wait for the build to end
+    assert frozen_cpu < 0.02 < 0.1 < running_cpu  # it stood still while timed, and ran again after
+    assert result["outcome"].returncode == 0 and not result["outcome"].timed_out
+
+
+_HOLD_SLOT_AND_DIE = """
+import os, signal
+from harness.timing_slot import timing_slot
+with timing_slot("cpu") as slot:
+    print(slot.frozen_builds, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # dies holding the slot: nothing thaws the builds it froze
+"""
+
+
+def test_a_build_frozen_by_a_timer_that_died_is_thawed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
+    thread, result = _spinning_build(tmp_path)
+    group = result["group"]
+    assert isinstance(group, Path)
+    timer = subprocess.run([sys.executable, "-c", _HOLD_SLOT_AND_DIE], capture_output=True, text=True, timeout=30)
+    assert timer.returncode == -9 and int(timer.stdout.split()[0]) >= 1
+    assert _cpu_seconds(group, 0.6) > 0.1  # its own process saw the lock free and thawed it
+    thread.join(60)
+    assert result["outcome"].returncode == 0
 
 
 @pytest.mark.slow
