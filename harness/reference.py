@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from harness.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
 
 _counter = itertools.count()
+_REFERENCE_LOCK = threading.Lock()
 
 
 @dataclass
@@ -65,7 +67,17 @@ def _run_once(model: Any, inputs: list[Any], device: str) -> tuple[Any, bool]:
 def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
                   threads: int = 1, vary_distributions: bool = True) -> ReferenceRun:
     """Build `Model` under `init_seed`; per trial draw `get_inputs()` under its seed, redraw the values from the
-    trial's distribution (when the reference stays finite there), and keep the reference's output."""
+    trial's distribution (when the reference stays finite there), and keep the reference's output.
+
+    One at a time per process: seeding and drawing use torch's global generator (and thread count), so a second
+    thread's `manual_seed` between this one's seeding and its draws (a prebuild beside an evaluation) would give
+    the parent a reference with other parameters than the child's, and a correct candidate would fail."""
+    with _REFERENCE_LOCK:
+        return _run_reference(problem, device, init_seed, trial_seeds, threads, vary_distributions)
+
+
+def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int], threads: int,
+                   vary_distributions: bool) -> ReferenceRun:
     import torch
 
     module = load_problem_module(problem)
