@@ -84,3 +84,15 @@ def test_tolerances_follow_the_outputs_dtype_and_scale() -> None:
     floats, integers, halves = trial_tolerances(reference, EvalPolicy())[0]
     assert floats == Tolerance(False, 1e-4, pytest.approx(1e-2)) and integers.exact
     assert halves.rtol == EvalPolicy().atol_half and halves.atol == EvalPolicy().atol_half
+
+
+def test_children_fix_the_allocator_thresholds_before_any_model_allocates() -> None:
+    """glibc takes the fixed thresholds (each child calls this first thing, forked or exec'd)."""
+    import platform
+    import subprocess
+    import sys
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("not glibc: the allocator is left as it is")
+    probe = "from harness.child import steady_allocator; print(steady_allocator())"
+    assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "True"
