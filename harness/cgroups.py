@@ -28,6 +28,7 @@ class ControlGroup:
 
     @classmethod
     def create(cls, token: str, memory_mb: int, max_processes: int, freezable: bool = False) -> "ControlGroup":
+        reap_abandoned()
         name = f"{BUILD_PREFIX if freezable else 'kernelwright-'}{token[:16]}"
         v1 = {"pids": ("pids.max", str(max_processes)), "memory": ("memory.limit_in_bytes", str(memory_mb << 20))}
         group = cls()
@@ -166,3 +167,28 @@ def builds_freezable() -> bool:
         return group.freezer is not None
     finally:
         group.remove()
+
+
+ABANDONED_AFTER_S = 3600.0
+
+
+@functools.cache
+def reap_abandoned() -> int:
+    """Remove empty kernelwright groups older than an hour, once per process: a process killed before it removed
+    its groups leaves them behind (every timing would freeze the builds' ones again). A group still in use has
+    processes (rmdir refuses it) or is younger: its process exits and it is removed within seconds."""
+    return reap(ABANDONED_AFTER_S)
+
+
+def reap(older_than_s: float, pattern: str = "kernelwright-*") -> int:
+    removed = 0
+    now = time.time()
+    for hierarchy in [ROOT, *(p for p in ROOT.iterdir() if p.is_dir())] if ROOT.is_dir() else []:
+        for folder in hierarchy.glob(pattern):
+            try:
+                if now - folder.stat().st_mtime > older_than_s and not (folder / "cgroup.procs").read_text().strip():
+                    folder.rmdir()
+                    removed += 1
+            except OSError:
+                continue
+    return removed

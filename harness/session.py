@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
@@ -144,8 +145,11 @@ class ChildSession:
         msg_r, msg_w = os.pipe()
         command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
         child_argv = [str(scratch), "{CMD_FD}", "{MSG_FD}", role] if forkable and not prefix else None
-        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w),
-                              child_argv=child_argv)
+        # a prebuild child runs candidate Python (its module's top level) beside other work: a CPU timing freezes
+        # it like a build
+        with compiling() if role == "build" else nullcontext():  # as a build, it never starts during a timing
+            self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w),
+                                  child_argv=child_argv, build=role == "build")
         self.proc, self.outcome, self.started = self.jailed.proc, self.jailed.outcome, self.jailed.started
         os.close(cmd_r)
         os.close(msg_w)
@@ -172,6 +176,8 @@ class ChildSession:
         return ChildStopped(reason)
 
     def _watch(self) -> None:
+        if self.jailed.group.frozen() and timing_abandoned():
+            self.jailed.group.thaw()  # its timer died between freezing and thawing
         if self.run_seconds() > self.limits.timeout_s:
             raise self._stop("timeout")
         if self.jailed.over_memory():

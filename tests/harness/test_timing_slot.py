@@ -18,9 +18,11 @@ from agent.run_spec import ModelSpec
 from harness import EvalPolicy, timed_calls
 from harness.cgroups import build_freezers
 from harness.sandbox import Limits
+from harness.child_run import run_in_child
 from harness.session import run_jailed
 from harness.timing_slot import compiling, timing_slot
 from kernelwright.optimize_service import run_optimize
+from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE
 
 
@@ -132,6 +134,30 @@ def test_a_cpu_timing_freezes_running_builds_instead_of_waiting(tmp_path: Path, 
     assert slot.waited_s < 0.3 and slot.frozen_builds >= 1  # no wait for the build to end
     assert frozen_cpu < 0.02 < 0.1 < running_cpu  # it stood still while timed, and ran again after
     assert result["outcome"].returncode == 0 and not result["outcome"].timed_out
+
+
+def test_a_prebuild_child_running_candidate_python_is_frozen_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prebuild imports the candidate's module (its top level is untrusted Python) beside other work: a CPU
+    timing freezes that child like a compiler."""
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
+    spinning = "import time\nstarted = time.time()\nwhile time.time() - started < 4:\n    pass\n"
+    before = set(build_freezers())
+    thread = threading.Thread(target=run_in_child, args=(find_bundled("relu"), spinning, "build", "cpu",
+                                                         EvalPolicy()))
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not (set(build_freezers()) - before) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    groups = sorted(set(build_freezers()) - before)
+    if not groups:
+        thread.join(60)
+        pytest.skip("no cgroup freezer here")
+    time.sleep(0.5)  # importing the candidate, spinning
+    with timing_slot("cpu") as slot:
+        frozen_cpu = _cpu_seconds(groups[0], 0.4)
+    running_cpu = _cpu_seconds(groups[0], 0.4)
+    thread.join(60)
+    assert slot.frozen_builds >= 1 and frozen_cpu < 0.02 < 0.1 < running_cpu
 
 
 _HOLD_SLOT_AND_DIE = """
