@@ -21,7 +21,7 @@ from typing import Any, Callable
 from harness.cgroups import ControlGroup
 from harness.channel import ChannelClosed, ParentEnd
 from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
-from harness.timing_slot import compiling, timing_abandoned
+from harness.timing_slot import BuildDuringTiming, compiling, timing_abandoned
 from harness.zygote import ForkedChild, ZygoteUnavailable, shared_zygote
 
 _POLL_S = 0.05
@@ -241,6 +241,8 @@ class ChildSession:
         try:
             reply = self.on_build(request) if self.on_build and isinstance(request, dict) else \
                 {"ok": False, "error": "builds are not served to this process"}
+        except BuildDuringTiming as refused:
+            reply = {"ok": False, "error": str(refused)}
         finally:
             self.paused_s += time.monotonic() - began
         self.channel.send({"built": reply})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +44,14 @@ def _locked(name: str, operation: int) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
+_this_thread = threading.local()  # whether this thread holds a CPU timing slot
+
+
+class BuildDuringTiming(RuntimeError):
+    """A child asked for a build while its parent's thread held a CPU timing slot (a candidate can send a build
+    request at any moment, e.g. from a thread that outlives `forward`)."""
+
+
 @dataclass
 class Slot:
     waited_s: float = 0.0  # waiting for another timing (or, without freezing, for running builds)
@@ -58,7 +67,11 @@ def timing_slot(device: str) -> Iterator[Slot]:
             yield Slot(time.perf_counter() - started)
             return
         with _locked(_COMPILES, fcntl.LOCK_EX), _builds_frozen() as frozen:
-            yield Slot(time.perf_counter() - started, frozen)
+            _this_thread.timing = True
+            try:
+                yield Slot(time.perf_counter() - started, frozen)
+            finally:
+                _this_thread.timing = False
 
 
 @contextmanager
@@ -102,6 +115,9 @@ def timing_abandoned() -> bool:
 def compiling() -> Iterator[Callable[[], None]]:
     """Held while a build starts; it yields `release`, which a build whose cgroup can be frozen calls once started
     (a CPU timing freezes it instead of waiting for it). Builds share it; a CPU timing holds it exclusively."""
+    if getattr(_this_thread, "timing", False):  # it would wait on this thread's own exclusive lock forever
+        raise BuildDuringTiming("a build was requested while this evaluation's CPU timing held the machine: "
+                                "builds wait for timings, so it is refused (build before timing starts)")
     folder = home().resolve()
     folder.mkdir(parents=True, exist_ok=True)
     fd: list[int] = [os.open(folder / _COMPILES, os.O_RDWR | os.O_CREAT, 0o644)]

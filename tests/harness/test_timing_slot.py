@@ -20,7 +20,7 @@ from harness.cgroups import build_freezers
 from harness.sandbox import Limits
 from harness.child_run import run_in_child
 from harness.session import run_jailed
-from harness.timing_slot import compiling, timing_slot
+from harness.timing_slot import BuildDuringTiming, compiling, timing_slot
 from kernelwright.optimize_service import run_optimize
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE
@@ -89,6 +89,29 @@ def test_compiles_wait_while_a_cpu_timing_runs(tmp_path: Path, monkeypatch: pyte
     assert stamps["compile_start"] >= stamps["timing_done"]
 
 
+def test_a_build_requested_by_the_timed_evaluation_itself_is_refused_not_waited_for(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A candidate can send a build request at any moment (from a thread that outlives `forward`): served inside
+    its own CPU timing slot, the build would wait forever on the lock that very thread holds."""
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
+    outcome: list[str] = []
+
+    def timed_then_build() -> None:
+        with timing_slot("cpu"):
+            try:
+                with compiling():
+                    outcome.append("built")
+            except BuildDuringTiming:
+                outcome.append("refused")
+        with compiling():  # after the slot, builds go on as usual
+            outcome.append("built after")
+
+    worker = threading.Thread(target=timed_then_build, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert outcome == ["refused", "built after"]
+
+
 _SPIN = ["sh", "-c", "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done"]  # a few CPU seconds, like a compiler
 
 
@@ -108,18 +131,30 @@ def _spinning_build(tmp_path: Path) -> tuple[threading.Thread, dict[str, object]
         thread.join(60)
         pytest.skip("no cgroup freezer here: builds hold the compile lock instead (the test above)")
     result["group"] = groups[0]
-    time.sleep(0.2)  # the shell is running
+    _until_spinning(groups[0])
     return thread, result
 
 
 def _cpu_seconds(group: Path, interval: float) -> float:
-    """CPU seconds the group's processes used over `interval`."""
-    pids = [int(p) for p in (group / "cgroup.procs").read_text().split()]
-    def total() -> float:
-        return sum(sum(psutil.Process(p).cpu_times()[:2]) for p in pids if psutil.pid_exists(p))
-    start = total()
+    """CPU seconds the group's processes used over `interval` (a process that appears meanwhile counts whole)."""
+    def usage() -> dict[int, float]:
+        found = {}
+        for pid in (int(p) for p in (group / "cgroup.procs").read_text().split()):
+            try:
+                found[pid] = sum(psutil.Process(pid).cpu_times()[:2])
+            except psutil.Error:
+                continue
+        return found
+
+    start = usage()
     time.sleep(interval)
-    return total() - start
+    return sum(seconds - start.get(pid, 0.0) for pid, seconds in usage().items())
+
+
+def _until_spinning(group: Path) -> None:
+    deadline = time.monotonic() + 30
+    while _cpu_seconds(group, 0.2) < 0.1 and time.monotonic() < deadline:
+        pass
 
 
 def test_a_cpu_timing_freezes_running_builds_instead_of_waiting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -152,7 +187,7 @@ def test_a_prebuild_child_running_candidate_python_is_frozen_too(tmp_path: Path,
     if not groups:
         thread.join(60)
         pytest.skip("no cgroup freezer here")
-    time.sleep(0.5)  # importing the candidate, spinning
+    _until_spinning(groups[0])  # the zygote started, forked it, and it is importing the candidate
     with timing_slot("cpu") as slot:
         frozen_cpu = _cpu_seconds(groups[0], 0.4)
     running_cpu = _cpu_seconds(groups[0], 0.4)
