@@ -21,6 +21,22 @@ def tolerance_for(dtype: Any, policy: EvalPolicy) -> float:
     return policy.atol_half if dtype in (torch.float16, torch.bfloat16) else policy.atol_fp32
 
 
+def output_rms(ref: Any) -> float:
+    """Root mean square of the reference's finite elements (complex: of its real and imaginary parts)."""
+    import torch
+
+    values = (torch.view_as_real(ref) if ref.is_complex() else ref).double()
+    finite = values[torch.isfinite(values)]
+    return float(finite.pow(2).mean().sqrt()) if finite.numel() else 0.0
+
+
+def element_atol(ref: Any, tol: float) -> float:
+    """Absolute tolerance in units of the output's own size (rms of its finite elements, at least 1): a sum of
+    large terms that nearly cancel carries their rounding error (matmuls, reductions, inputs x100). Finite
+    elements only: one inf in the reference made it infinite, and every finite value passed."""
+    return tol * max(1.0, output_rms(ref))
+
+
 def compare_tensor(ref: Any, got: Any, policy: EvalPolicy) -> tuple[bool, str, float | None, float | None]:
     """(passed, message, max_abs_error, norm-wise relative error) for one output tensor."""
     import torch
@@ -55,7 +71,7 @@ def _all_finite_close(ref: Any, got: Any, tol: float) -> tuple[bool, str, float,
     diff = (got32 - ref32).abs_()
     ref_norm = float(torch.linalg.vector_norm(ref32, dtype=torch.float64))
     diff_norm = float(torch.linalg.vector_norm(diff, dtype=torch.float64))
-    atol = tol * max(1.0, ref_norm / ref.numel() ** 0.5)
+    atol = tol * max(1.0, ref_norm / ref.numel() ** 0.5)  # element_atol, from the norm this path needs anyway
     # a float32 margin of a few ulps: borderline elements go to the careful path, which decides in float64
     if not bool((diff <= (ref32.abs() * tol + atol) * (1 - 1e-5)).all()):
         return None
@@ -72,13 +88,11 @@ def _careful(ref: Any, got: Any, tol: float) -> tuple[bool, str, float | None, f
     bad = ~torch.isfinite(got64) & torch.isfinite(ref64)
     if bool(torch.isnan(got64).any()) or bool(bad.any()):
         return False, f"output has {int((~torch.isfinite(got64)).sum())} NaN/Inf values", None, None
-    diff = (got64 - ref64).abs()
+    finite = torch.isfinite(ref64)  # where the reference is inf, only the same inf is close (isclose)
+    diff, base = (got64 - ref64).abs()[finite], ref64[finite]
     max_abs = float(diff.max()) if diff.numel() else 0.0
-    rel = float(diff.norm() / ref64.norm()) if float(ref64.norm()) > 0 else float(diff.norm())
-    # absolute tolerance in units of the output's own size (rms, at least 1): a sum of large terms that nearly
-    # cancel carries their rounding error (matmuls, reductions, inputs x100); the norm-wise check below keeps
-    # the precision bar
-    atol = tol * max(1.0, float(ref64.pow(2).mean().sqrt()) if ref64.numel() else 1.0)
+    rel = float(diff.norm() / base.norm()) if float(base.norm()) > 0 else float(diff.norm())
+    atol = element_atol(ref64, tol)  # the norm-wise check below keeps the precision bar
     close = torch.isclose(got64, ref64, atol=atol, rtol=tol)
     if not bool(close.all()):
         wrong = int((~close).sum())

@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from harness.compare import compare_trial, tolerance_for
+from harness.compare import compare_trial, element_atol, tolerance_for
 from harness.fresh_inputs import fresh_inputs
 from harness.integrity import flatten
 from harness.policy import EvalPolicy
@@ -44,9 +44,7 @@ def trial_tolerances(reference: ReferenceRun, policy: EvalPolicy) -> list[list[T
                 per_tensor.append(Tolerance(True, 0.0, 0.0))
                 continue
             tol = tolerance_for(tensor.dtype, policy)
-            rms = float(torch.view_as_real(tensor).double().pow(2).mean().sqrt()) if tensor.is_complex() else \
-                float(tensor.double().pow(2).mean().sqrt()) if tensor.numel() else 1.0
-            per_tensor.append(Tolerance(False, tol, tol * max(1.0, rms if math.isfinite(rms) else 1.0)))
+            per_tensor.append(Tolerance(False, tol, element_atol(tensor, tol)))
         tolerances.append(per_tensor)
     return tolerances
 

@@ -53,3 +53,13 @@ def test_tuple_outputs_are_compared_elementwise() -> None:
     a, b = torch.randn(3), torch.randn(5)
     assert compare_trial(1, (a, b), [a.clone(), b.clone()], POLICY).passed
     assert "output 1" in compare_trial(1, (a, b), [a, b + 1], POLICY).message
+
+
+def test_one_infinity_in_the_reference_does_not_make_every_finite_value_pass() -> None:
+    """The absolute tolerance is in units of the output's rms: an inf in the reference made it infinite, and
+    [100, -5, inf] passed for [1, 2, inf]."""
+    ref = torch.tensor([1.0, 2.0, float("inf")])
+    assert compare_trial(1, ref, ref.clone(), POLICY).passed
+    assert not compare_trial(1, ref, torch.tensor([100.0, -5.0, float("inf")]), POLICY).passed
+    assert not compare_trial(1, ref, torch.tensor([1.0, 2.0, 5.0]), POLICY).passed
+    assert not compare_trial(1, ref, torch.tensor([1.0, 2.0, -float("inf")]), POLICY).passed
