@@ -140,23 +140,18 @@ def set_frozen(folder: Path, frozen: bool) -> None:
         (folder / "cgroup.freeze").write_text("1" if frozen else "0")
 
 
-def is_frozen(folder: Path) -> bool:
-    """Frozen or freezing (a v1 group reads FREEZING until its last task has stopped)."""
+def is_frozen(folder: Path, settled: bool = False) -> bool:
+    """Asked to freeze (v1 FREEZING or FROZEN, v2 `cgroup.freeze` 1), or with `settled`, every task stopped (a
+    group that is gone has nothing left to run)."""
     try:
         if (folder / "freezer.state").exists():
-            return (folder / "freezer.state").read_text().strip() in ("FROZEN", "FREEZING")
-        return "frozen 1" in (folder / "cgroup.events").read_text() or (folder / "cgroup.freeze").read_text().strip() == "1"
+            state = (folder / "freezer.state").read_text().strip()
+            return state == "FROZEN" if settled else state in ("FROZEN", "FREEZING")
+        if settled:
+            return "frozen 1" in (folder / "cgroup.events").read_text()
+        return (folder / "cgroup.freeze").read_text().strip() == "1"
     except OSError:
-        return False
-
-
-def fully_frozen(folder: Path) -> bool:
-    try:
-        if (folder / "freezer.state").exists():
-            return (folder / "freezer.state").read_text().strip() == "FROZEN"
-        return "frozen 1" in (folder / "cgroup.events").read_text()
-    except OSError:
-        return True  # gone: nothing left to run
+        return settled
 
 
 @functools.cache

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 import uuid
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
@@ -69,9 +69,26 @@ class _Jailed:
     def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
                  pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None, build: bool = False) -> None:
         """`child_argv` (with `{CMD_FD}`/`{MSG_FD}` for the two `pass_fds`): `command` runs `harness.child` with
-        these arguments, so the zygote may fork it instead (the same jail, limits and environment)."""
+        these arguments, so the zygote may fork it instead (the same jail, limits and environment).
+
+        A `build` (a compiler, or a prebuild child running the candidate module's top level) must never run beside
+        a CPU timing: it starts under the compile lock, which it releases once started where its cgroup can be
+        frozen (the timing freezes it) and holds to the end where it cannot (the timing waits for it)."""
         if _stopping.is_set():
             raise ChildStopped("interrupted: no new process starts")
+        self.compile_lock = ExitStack()
+        if build:
+            self.compile_lock.enter_context(compiling())
+        try:
+            self._start(command, folder, limits, log, pass_fds, child_argv, build)
+        except BaseException:
+            self.compile_lock.close()
+            raise
+        if self.group.freezer is not None:
+            self.compile_lock.close()
+
+    def _start(self, command: list[str], folder: Path, limits: Limits, log: Path, pass_fds: tuple[int, ...],
+               child_argv: list[str] | None, build: bool) -> None:
         self.limits = limits
         self.token = uuid.uuid4().hex
         self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes, freezable=build)
@@ -89,6 +106,11 @@ class _Jailed:
                 preexec_fn=lambda: _preexec(limits, self.group), close_fds=True, pass_fds=pass_fds)
         self.outcome.containment["started"] = "forked by the zygote" if isinstance(self.proc, ForkedChild) else "exec"
         _live.add(self)
+
+    def thaw_if_abandoned(self) -> None:
+        """Polled by its watchdog: frozen while no CPU timing holds the machine means its timer died mid-slot."""
+        if self.group.frozen() and timing_abandoned():
+            self.group.thaw()
 
     def over_memory(self) -> bool:
         rss = _tree_rss_mb(self.proc.pid)
@@ -111,6 +133,7 @@ class _Jailed:
             self.outcome.wall_s = time.monotonic() - self.started
             self.log.close()
             self.group.remove()
+            self.compile_lock.close()
             _live.discard(self)
         return self.outcome
 
@@ -145,11 +168,8 @@ class ChildSession:
         msg_r, msg_w = os.pipe()
         command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
         child_argv = [str(scratch), "{CMD_FD}", "{MSG_FD}", role] if forkable and not prefix else None
-        # a prebuild child runs candidate Python (its module's top level) beside other work: a CPU timing freezes
-        # it like a build
-        with compiling() if role == "build" else nullcontext():  # as a build, it never starts during a timing
-            self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w),
-                                  child_argv=child_argv, build=role == "build")
+        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w),
+                              child_argv=child_argv, build=role == "build")  # a prebuild runs candidate Python
         self.proc, self.outcome, self.started = self.jailed.proc, self.jailed.outcome, self.jailed.started
         os.close(cmd_r)
         os.close(msg_w)
@@ -176,8 +196,7 @@ class ChildSession:
         return ChildStopped(reason)
 
     def _watch(self) -> None:
-        if self.jailed.group.frozen() and timing_abandoned():
-            self.jailed.group.thaw()  # its timer died between freezing and thawing
+        self.jailed.thaw_if_abandoned()
         if self.run_seconds() > self.limits.timeout_s:
             raise self._stop("timeout")
         if self.jailed.over_memory():
@@ -291,21 +310,15 @@ def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
 
 def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome:
     """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock. A
-    CPU timing never runs beside it: it freezes the build's cgroup while it measures, or, where cgroups cannot
-    freeze, the build holds the compile lock throughout and the timing waits (`harness/timing_slot.py`)."""
-    with compiling() as started:
-        jailed = _Jailed(command, folder, limits, folder / "process.log", build=True)
-        if jailed.group.freezer is not None:
-            started()
-        while jailed.proc.poll() is None:
-            if time.monotonic() - jailed.started > limits.timeout_s:
-                jailed.outcome.timed_out = True
-                break
-            if jailed.over_memory():
-                jailed.outcome.memory_exceeded = True
-                break
-            if jailed.group.frozen() and timing_abandoned():
-                jailed.group.thaw()  # its timer died between freezing and thawing
-            time.sleep(_POLL_S)
-        jailed.outcome.containment["frozen_by_timings"] = "yes" if jailed.group.freezer else "no: not freezable here"
-        return jailed.finish(grace_s=0)
+    CPU timing never runs beside it (frozen, or waited for: see `_Jailed` and `harness/timing_slot.py`)."""
+    jailed = _Jailed(command, folder, limits, folder / "process.log", build=True)
+    while jailed.proc.poll() is None:
+        if time.monotonic() - jailed.started > limits.timeout_s:
+            jailed.outcome.timed_out = True
+            break
+        if jailed.over_memory():
+            jailed.outcome.memory_exceeded = True
+            break
+        jailed.thaw_if_abandoned()
+        time.sleep(_POLL_S)
+    return jailed.finish(grace_s=0)

@@ -93,6 +93,7 @@ class Timing:
         self.rng = random.Random(seed)
         self.pools = make_pools(reference.trial_inputs[0], pool_seed)
         self.tolerances = trial_tolerances(reference, policy)
+        self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
         self.run = TimedRun()
 
     def recipes(self, count: int) -> list[Any]:
@@ -120,7 +121,7 @@ class Timing:
             mine = [i for i in range(batch) if index * batch + i in checked]
             positions = probe_positions(self.rng, len(mine))
             probed: dict[bool, Any] = {}
-            for session in (self.ref, self.cand) if index % 2 == 0 else (self.cand, self.ref):
+            for session in self._order(index):
                 sample = _batch_ms(session, calls, overhead, session is self.ref)
                 (self.run.ref_ms if session is self.ref else self.run.candidate_ms).append(sample)
                 if mine:  # right after `done`, before anything else runs
@@ -128,6 +129,10 @@ class Timing:
             if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
                 return self.run
         return self.run
+
+    def _order(self, batch_index: int) -> tuple[ChildSession, ChildSession]:
+        """Who goes first alternates, so neither model always runs on caches the other warmed or evicted."""
+        return (self.ref, self.cand) if batch_index % 2 == 0 else (self.cand, self.ref)
 
     def _batches_needed(self, batch: int, most: int, overhead: float) -> int:
         """Batches for a ±timing_precision interval of the speedup, predicted from a pilot of min_timed_calls
@@ -139,7 +144,7 @@ class Timing:
         ref, cand = [], []
         for index in range(pilot):
             calls = self.recipes(batch)
-            for session in (self.ref, self.cand) if index % 2 == 0 else (self.cand, self.ref):
+            for session in self._order(index):
                 (ref if session is self.ref else cand).append(_batch_ms(session, calls, overhead, session is self.ref))
         low, high = speedup_interval(ref, cand, resamples=200)
         half_width = (high - low) / 2 / max(statistics.median(ref) / max(statistics.median(cand), 1e-12), 1e-12)

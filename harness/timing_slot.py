@@ -22,9 +22,9 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
-from harness.cgroups import build_freezers, fully_frozen, set_frozen
+from harness.cgroups import build_freezers, is_frozen, set_frozen
 from harness.paths import home
 
 _COMPILES = "compiles.lock"  # shared by builds while they start (or run, unfreezable), exclusive for a CPU timing
@@ -33,10 +33,11 @@ _FREEZE_WAIT_S = 5.0
 
 
 @contextmanager
-def _locked(name: str, operation: int) -> Iterator[None]:
-    folder = home().resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / name, os.O_RDWR | os.O_CREAT, 0o644)
+def _locked(name: str | Path, operation: int) -> Iterator[None]:
+    """flock a file under the kernelwright home (a name) or anywhere (a path) for the block."""
+    path = name if isinstance(name, Path) else home().resolve() / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
     try:
         fcntl.flock(fd, operation)  # a fresh open file description: threads of one process exclude each other
         yield
@@ -76,58 +77,42 @@ def timing_slot(device: str) -> Iterator[Slot]:
 
 @contextmanager
 def _builds_frozen() -> Iterator[int]:
-    fd = os.open(_MACHINE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     frozen: list[Path] = []
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        for folder in build_freezers():
-            try:
-                set_frozen(folder, True)
-                frozen.append(folder)
-            except OSError:
-                continue  # finished meanwhile, or not ours to freeze
-        deadline = time.monotonic() + _FREEZE_WAIT_S
-        while not all(fully_frozen(f) for f in frozen) and time.monotonic() < deadline:
-            time.sleep(0.001)
-        yield len(frozen)
-    finally:
-        for folder in frozen:
-            try:
-                set_frozen(folder, False)
-            except OSError:
-                continue
-        os.close(fd)
+    with _locked(_MACHINE_LOCK, fcntl.LOCK_EX):
+        try:
+            for folder in build_freezers():
+                try:
+                    set_frozen(folder, True)
+                    frozen.append(folder)
+                except OSError:
+                    continue  # finished meanwhile, or not ours to freeze
+            deadline = time.monotonic() + _FREEZE_WAIT_S
+            while not all(is_frozen(f, settled=True) for f in frozen) and time.monotonic() < deadline:
+                time.sleep(0.001)
+            yield len(frozen)
+        finally:
+            for folder in frozen:
+                try:
+                    set_frozen(folder, False)
+                except OSError:
+                    continue
 
 
 def timing_abandoned() -> bool:
     """No CPU timing on this machine holds the lock: a build still frozen was left by a timer that died."""
-    fd = os.open(_MACHINE_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return True
-    except OSError:
+        with _locked(_MACHINE_LOCK, fcntl.LOCK_SH | fcntl.LOCK_NB):
+            return True
+    except BlockingIOError:
         return False
-    finally:
-        os.close(fd)
 
 
 @contextmanager
-def compiling() -> Iterator[Callable[[], None]]:
-    """Held while a build starts; it yields `release`, which a build whose cgroup can be frozen calls once started
-    (a CPU timing freezes it instead of waiting for it). Builds share it; a CPU timing holds it exclusively."""
+def compiling() -> Iterator[None]:
+    """Held while a build starts (and, where it cannot be frozen, while it runs): builds share it, a CPU timing
+    holds it exclusively."""
     if getattr(_this_thread, "timing", False):  # it would wait on this thread's own exclusive lock forever
         raise BuildDuringTiming("a build was requested while this evaluation's CPU timing held the machine: "
                                 "builds wait for timings, so it is refused (build before timing starts)")
-    folder = home().resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    fd: list[int] = [os.open(folder / _COMPILES, os.O_RDWR | os.O_CREAT, 0o644)]
-
-    def release() -> None:
-        if fd:
-            os.close(fd.pop())
-
-    try:
-        fcntl.flock(fd[0], fcntl.LOCK_SH)
-        yield release
-    finally:
-        release()
+    with _locked(_COMPILES, fcntl.LOCK_SH):
+        yield
