@@ -22,7 +22,7 @@ from harness import job as J
 from harness.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
 from harness.channel import ChildEnd
 from harness.integrity import (PoisonedAllocations, flatten, identity_snapshot, inputs_changed, output_problems,
-                               replaced_since, settled_fingerprints, thread_state)
+                               replaced_since, returned_fingerprint, still_changing, thread_state)
 from harness.tensors import cloned, portable, to_device, values_at
 from harness.timing import make_timer
 
@@ -145,10 +145,6 @@ def _call(model: Any, inputs: list[Any]) -> Any:
 
 def _check_call(job: J.ChildJob, model: Any, result: Any, pristine: list[Any], used: list[Any],
                 earlier: list[Any], integrity: list[str]) -> None:
-    first, settled = settled_fingerprints(result, job.device)
-    if first != settled:
-        integrity.append("work-after-return: the output kept changing after forward() returned (work on another "
-                         "thread or stream finished later)")
     changed = inputs_changed(pristine, used)
     if changed:
         integrity.append(f"mutation: forward() modified input(s) {changed} in place")
@@ -162,6 +158,7 @@ def run_correctness(job: J.ChildJob, model: Any, reference: Any, trials: list[di
     fresh copies of the inputs, into poisoned memory."""
     outputs: list[list[Any]] = []
     earlier: list[Any] = []  # kept alive so a later output cannot legitimately land in the same memory
+    returned: list[tuple[Any, list[float]]] = []  # each output with its checksums when its call returned
     for index, trial in enumerate(trials):
         pristine = to_device(cloned(trial["inputs"]), job.device)
         per_trial = []
@@ -178,9 +175,13 @@ def run_correctness(job: J.ChildJob, model: Any, reference: Any, trials: list[di
                 raise CandidateFailure("runtime_error", f"ModelNew.forward raised on trial {index + 1}:\n"
                                        + _short_traceback(exc)) from None
             if job.hardening:
+                returned.append((result, returned_fingerprint(result, job.device)))
                 _check_call(job, model, result, pristine, inputs, earlier, integrity)
             per_trial.append(portable(result))
         outputs.append(per_trial)
+    if returned and still_changing(returned, job.device):
+        integrity.append("work-after-return: the output kept changing after forward() returned (work on another "
+                         "thread or stream finished later)")
     return outputs
 
 

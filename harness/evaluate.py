@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 import time
+from concurrent.futures import Future
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -134,8 +136,26 @@ class _Run:
         self.stopped: str | None = None
         self.timed: TimedRun | None = None
         self.knockout = False
-        self.degenerate: list[str] = []
+        self.canaries: Future[list[str]] | None = None
         self.ref_session: ChildSession | None = None
+
+    def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy) -> None:
+        """On a thread of its own, while the candidate's process starts and runs (the parent only waits then)."""
+        self.canaries = Future()
+        self.canaries.set_running_or_notify_cancel()
+
+        def work() -> None:
+            try:
+                self.canaries.set_result(passing_canaries(reference, policy))
+            except BaseException as exc:
+                self.canaries.set_exception(exc)
+
+        threading.Thread(target=work, daemon=True, name="kernelwright-canaries").start()
+
+    @property
+    def degenerate(self) -> list[str]:
+        """The canaries that pass every trial (waits for their check)."""
+        return self.canaries.result() if self.canaries is not None else []
 
 
 def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
@@ -147,8 +167,9 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
         reference = None
         if device != "cuda-compile-only":
             reference = _reference(evaluation, problem, device, policy, job, scratch, say)
-            run.degenerate = passing_canaries(reference, policy) if policy.hardening else []
-        if reference is not None and not policy.skip_timing and not run.degenerate:
+            if policy.hardening:
+                run.check_canaries(reference, policy)
+        if reference is not None and not policy.skip_timing:
             # started now, so its interpreter starts while the candidate builds and runs
             run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
         say("building and running the candidate in an isolated process")
@@ -208,10 +229,16 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         return
     if _failed(session.request({"cmd": "correctness"}), run):
         return
+    knockout = policy.hardening and policy.knockout
+    if knockout:  # the child runs it while the parent judges the outputs; it counts only if they pass
+        session.send({"cmd": "knockout"})
     _judge_outputs(evaluation, scratch, reference, policy)
-    if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
-        run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
-    if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure:
+    if knockout:
+        reply = session.receive()
+        if evaluation.verdict is Verdict.ACCEPTED:
+            run.knockout = not _failed(reply, run)
+    if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure \
+            and not run.degenerate:  # a degenerate problem's speedup would mean nothing
         say("timing reference and candidate, each in its own process")
         try:
             run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch)

@@ -121,18 +121,25 @@ def fingerprint(output: Any) -> list[float]:
     return sums
 
 
-def settled_fingerprints(output: Any, device: str) -> tuple[list[float], list[float]]:
-    """Checksums right after return (current stream done) and after a device-wide sync plus a pause: if they
-    differ, something was still writing the output after forward() returned."""
+def returned_fingerprint(output: Any, device: str) -> list[float]:
+    """Checksums of an output right after forward() returned (its current stream done)."""
     import torch
 
     if device == "cuda":
         torch.cuda.current_stream().synchronize()
-    first = fingerprint(output)
+    return fingerprint(output)
+
+
+def still_changing(returned: list[tuple[Any, list[float]]], device: str) -> bool:
+    """After a device-wide sync and one pause, did any output's checksums move since its call returned? Then
+    something (another thread or stream) was still writing it. One pause for all of a phase's calls: each output
+    is watched at least as long as with a pause per call (the earlier ones longer)."""
+    import torch
+
     if device == "cuda":
         torch.cuda.synchronize()
     _sleep(0.005)
-    return first, fingerprint(output)
+    return any(fingerprint(output) != first for output, first in returned)
 
 
 def inputs_changed(pristine: list[Any], used: list[Any]) -> list[int]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -186,21 +187,28 @@ def _stop_zygote() -> None:
 # -- the zygote's side --------------------------------------------------------------------------------------------
 
 
+# what every fork is spared: torch, the child's own modules, and the ones it imports lazily on every run
+# (torch.utils.cpp_extension alone is ~55 ms: its load_inline is what the child replaces)
+_PRELOADED = ("torch", "torch.utils.cpp_extension", "harness.child", "harness.jail", "harness.sandbox",
+              "harness.modules", "harness.fresh_inputs", "harness.cgroups")
+
+
 def _serve(channel: socket.socket) -> None:
     import importlib
 
-    for name in ("torch", "harness.child", "harness.jail", "harness.sandbox"):  # what every fork is spared
+    for name in _PRELOADED:
         importlib.import_module(name)
-
     channel.send(json.dumps({"ready": os.getpid()}).encode())
-    children: set[int] = set()
+    watch = selectors.DefaultSelector()  # the channel and a pidfd per fork: an exit is reported at once
+    watch.register(channel, selectors.EVENT_READ)
+    children: dict[int, int | None] = {}
     while True:
-        _reap(channel, children)
-        try:
-            channel.settimeout(0.05)
-            data, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 2)
-        except socket.timeout:
+        ready = watch.select(timeout=None if all(children.values()) else 0.05)  # no pidfds: poll for exits
+        _reap(channel, children, watch)
+        if not any(key.fileobj is channel for key, _ in ready):
             continue
+        try:
+            data, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 2)
         except OSError:
             os._exit(0)
         if not data:
@@ -213,15 +221,28 @@ def _serve(channel: socket.socket) -> None:
                 os._exit(127)
         for fd in fds:
             os.close(fd)
-        children.add(pid)
+        children[pid] = _exit_watch(pid, watch)
         channel.send(json.dumps({"forked": pid}).encode())
 
 
-def _reap(channel: socket.socket, children: set[int]) -> None:
-    for pid in list(children):
+def _exit_watch(pid: int, watch: selectors.BaseSelector) -> int | None:
+    """A pidfd that becomes readable when `pid` exits (Linux >= 5.3), registered with `watch`; None elsewhere."""
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+    watch.register(handle, selectors.EVENT_READ)
+    return handle
+
+
+def _reap(channel: socket.socket, children: dict[int, int | None], watch: selectors.BaseSelector) -> None:
+    for pid, handle in list(children.items()):
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            children.discard(pid)
+            if handle is not None:
+                watch.unregister(handle)
+                os.close(handle)
+            del children[pid]
             channel.send(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
 
 

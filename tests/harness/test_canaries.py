@@ -87,3 +87,17 @@ def test_a_large_magnitude_trial_breaks_a_softmax_without_max_subtraction() -> N
     assert float(logits.abs().max()) > 50
     naive = torch.exp(logits) / torch.exp(logits).sum(dim=1, keepdim=True)
     assert not torch.isfinite(naive).all() and torch.isfinite(run.outputs[4]).all()
+
+
+def test_a_correct_candidate_on_a_degenerate_problem_gets_no_speedup() -> None:
+    """The canaries are checked on a thread while the candidate runs: the verdict still waits for them, and a
+    degenerate problem is never timed."""
+    from harness import evaluate
+    from harness.records import Verdict
+
+    softmax_of_one = _problem("torch.softmax(x, dim=1)", "torch.randn(64, 1)")
+    candidate = softmax_of_one.source.replace("class Model(", "class ModelNew(")
+    policy = EvalPolicy(require_custom_kernel=False, static_policy="off", timing_budget_s=0.05)
+    evaluation = evaluate(softmax_of_one, candidate, "cpu", policy)
+    assert evaluation.verdict is Verdict.DEGENERATE, evaluation.reasons
+    assert evaluation.speedup is None and "timing" not in evaluation.phase_seconds
