@@ -84,6 +84,8 @@ def _cpu(problem_name: str, repeats: int) -> None:
     with_header, header_wall = _timed_evaluation(problem, changed, policy)
     warm = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
     median = sorted(warm, key=lambda pair: pair[1])[len(warm) // 2]
+    checks_only = policy.model_copy(update={"skip_timing": True})  # what a rejected candidate costs
+    judged = sorted((_timed_evaluation(problem, source, checks_only) for _ in range(5)), key=lambda pair: pair[1])[2]
     os.environ["KERNELWRIGHT_ZYGOTE"] = "off"  # every child exec'd and importing torch, as before the zygote
     exec_started = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
     os.environ.pop("KERNELWRIGHT_ZYGOTE")
@@ -98,6 +100,8 @@ def _cpu(problem_name: str, repeats: int) -> None:
     print(_row("kernelwright, cold, with header", with_header, header_wall) + f" (header used: {used})")
     print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]))
     print(_row("  the same, children exec'd (no zygote)", exec_median[0], exec_median[1]))
+    print(_row("cached, no timing (median of 5)", judged[0], judged[1]) + " (skip_timing: every check "
+          "but the timed calls)")
     print(f"cold build: plain / kernelwright {plain / build_plain:5.2f}x without header, "
           f"{plain / build_pch:5.2f}x with header")
     print(f"cold evaluation / cached evaluation {cold_wall / median[1]:5.1f}x; cached evaluation {median[1]:.2f} s "

@@ -6,14 +6,12 @@ profile (Nsight Compute) is a job of the same pipeline, under the same gate."""
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import psutil
-
 from harness.cgroups import builds_freezable
+from harness.compile_slots import default_workers
 from harness.eval_task import EvalTask, Executor, ExecutorUnavailable, run_profile, with_prebuild
 from harness.evaluate import evaluate
 from harness.prebuild import prebuild
@@ -72,19 +70,6 @@ class _Section:
             else:
                 gate.timing = False
             gate.condition.notify_all()
-
-
-_GB_PER_BUILD = {"cuda-compile-only": 4.5}  # nvcc's front end peaked at 2.96 GB on torch/extension.h (ReLU),
-#                                             beside the host check's 1.4 GB
-_GB_PER_NATIVE_BUILD = 2.0  # GCC 12 -O3 peaked at 1.44 GB with the precompiled header, 1.54 GB without
-
-
-def default_workers(device: str = "cpu") -> int:
-    """One build per core, and no more than memory allows for that device's builds (2 GB each, 4.5 GB for
-    compile-only CUDA), leaving room for the children."""
-    memory_gb = psutil.virtual_memory().total / 2**30
-    per_build = _GB_PER_BUILD.get(device, _GB_PER_NATIVE_BUILD)
-    return max(1, min(os.cpu_count() or 1, int(memory_gb // per_build)))
 
 
 class LocalExecutor:

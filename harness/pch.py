@@ -1,9 +1,12 @@
 """Precompiled torch/extension.h headers, kept in kernelwright's build cache (never in site-packages).
 
 Measured on a 2-core machine (GCC 12, torch 2.13, `-O3 -fopenmp`): the bundled ReLU's main.cpp compiles in 34.8 s,
-and in 17.0 s with a precompiled header; building the header takes 60-75 s and 790 MB. So a header is worth it
+and in 17.0 s with a precompiled header; building the header takes 40-75 s and 790 MB. So a header is worth it
 only for flags that come back: it is built in the background (a jailed compiler, one at a time per key, under a
-file lock) after the second cold build with the same compiler and flags, and every build after that uses it.
+file lock) when the second cold build with the same compiler and flags starts (two workers of a sweep: at once),
+and every build after that uses it. A cold build that starts while the header is being built waits for it when
+the header's expected remaining time is less than what it saves the build (`header_wait_s`, from the seconds this
+cache measured for the header and for builds with and without it).
 
 GCC looks for `torch/extension.h.gch` in each include folder before the header itself and uses it only when it
 is valid for the command line (same flags, first include); otherwise it reads the real header (the folder holds a
@@ -23,14 +26,18 @@ import shlex
 import shutil
 import subprocess
 import threading
+import time
 import uuid
 from pathlib import Path
 
+from harness.compile_slots import compile_slot
 from harness.sandbox import Limits
 from harness.session import run_jailed
 
 HEADER = Path("torch") / "extension.h"
 KEEP = 3  # headers kept (790 MB each); the least recently built go first
+# until this cache has measured them: the header costs about 1.5 cold builds, and halves a build (see above)
+_HEADER_COLD_BUILDS, _SAVED_FRACTION, _COLD_S = 1.5, 0.5, 35.0
 _INCLUDE_FLAGS = ("-I", "-i", "--include", "--sysroot")  # flags that could make the header read other files
 _running: set[threading.Thread] = set()
 
@@ -77,7 +84,8 @@ class PrecompiledHeaders:
         return folder if (folder / f"{HEADER}.gch").is_file() else None
 
     def note_cold_build(self, cflags: str) -> None:
-        """Count a cold build with these flags; start the header's build when they have come back."""
+        """Count a cold build (starting now) with these flags; start the header's build when they have come
+        back."""
         if mode() == "off" or self.folder(cflags):
             return
         self.root.mkdir(parents=True, exist_ok=True)
@@ -102,7 +110,78 @@ class PrecompiledHeaders:
                 return None  # another evaluation is building it
             if self.folder(cflags):
                 return self.folder(cflags)
-            return self._build_locked(key, cflags)
+            started_file = self.root / f"{key}.started"
+            started_file.unlink(missing_ok=True)  # not started while it waits for a compile slot
+            with compile_slot("cpu"):
+                started = time.time()
+                started_file.write_text(repr(started))
+                try:
+                    built = self._build_locked(key, cflags)
+                finally:
+                    started_file.unlink(missing_ok=True)
+            if built is not None:
+                self._measured(key, header_s=time.time() - started)
+            return built
+
+    # -- waiting for a header that is being built ------------------------------------------------------------
+
+    def record_build(self, cflags: str, seconds: float, with_header: bool) -> None:
+        """A successful build's seconds, for `header_wait_s` (the last one of each kind is kept)."""
+        if mode() != "off":
+            self._measured(self.key(cflags), **{"warm_s" if with_header else "cold_s": seconds})
+
+    def header_wait_s(self, cflags: str) -> float | None:
+        """The seconds a cold build starting now should wait for the header being built for its flags: its
+        expected remaining time, when that is less than what the header saves the build; else None."""
+        if mode() == "off":
+            return None
+        key = self.key(cflags)
+        started = self._build_started(key)
+        if started is None:
+            return None
+        times = self._times(key)
+        cold_s = times.get("cold_s", _COLD_S)
+        header_s = times.get("header_s", _HEADER_COLD_BUILDS * cold_s)
+        saving = cold_s - times["warm_s"] if "warm_s" in times else _SAVED_FRACTION * cold_s
+        remaining = max(header_s - (time.time() - started), 0.0)
+        return remaining if remaining < saving else None
+
+    def wait_for(self, cflags: str, seconds: float) -> Path | None:
+        """The header once built, or None when its build ends without one or `seconds` pass first."""
+        key, deadline = self.key(cflags), time.monotonic() + seconds
+        while time.monotonic() < deadline and self.folder(cflags) is None and self._build_started(key) is not None:
+            time.sleep(0.25)
+        return self.folder(cflags)
+
+    def _build_started(self, key: str) -> float | None:
+        """When the header build for `key` that holds its lock now started; None if none does."""
+        try:
+            with open(self.root / f"{key}.lock", "a") as lock:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                except OSError:
+                    return float((self.root / f"{key}.started").read_text())
+                fcntl.flock(lock, fcntl.LOCK_UN)
+                return None
+        except (OSError, ValueError):
+            return None
+
+    def _times(self, key: str) -> dict[str, float]:
+        try:
+            measured = json.loads((self.root / f"{key}.times").read_text())
+            return {k: float(v) for k, v in measured.items() if k in ("header_s", "cold_s", "warm_s")}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
+
+    def _measured(self, key: str, **seconds: float) -> None:
+        """Merge into the key's measured times; written whole and renamed, so a reader never sees half a file."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        partial = self.root / f"{key}.times.{uuid.uuid4().hex[:8]}"
+        try:
+            partial.write_text(json.dumps({**self._times(key), **seconds}))
+            partial.rename(self.root / f"{key}.times")
+        except OSError:
+            partial.unlink(missing_ok=True)
 
     def _build_locked(self, key: str, cflags: str) -> Path | None:
         import torch.utils.cpp_extension as cpp

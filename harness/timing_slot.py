@@ -107,12 +107,18 @@ def timing_abandoned() -> bool:
         return False
 
 
+def refuse_build_while_timing() -> None:
+    """A build asked for by this thread while it holds a CPU timing slot would wait on that very slot (or on a
+    compile slot a build it froze holds) forever."""
+    if getattr(_this_thread, "timing", False):
+        raise BuildDuringTiming("a build was requested while this evaluation's CPU timing held the machine: "
+                                "builds wait for timings, so it is refused (build before timing starts)")
+
+
 @contextmanager
 def compiling() -> Iterator[None]:
     """Held while a build starts (and, where it cannot be frozen, while it runs): builds share it, a CPU timing
     holds it exclusively."""
-    if getattr(_this_thread, "timing", False):  # it would wait on this thread's own exclusive lock forever
-        raise BuildDuringTiming("a build was requested while this evaluation's CPU timing held the machine: "
-                                "builds wait for timings, so it is refused (build before timing starts)")
+    refuse_build_while_timing()
     with _locked(_COMPILES, fcntl.LOCK_SH):
         yield

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from harness.executor import TimingGate, default_workers
+from harness.executor import TimingGate
 
 
 def test_gpu_timing_does_not_wait_for_compiles() -> None:
@@ -59,18 +59,3 @@ def test_cpu_timing_waits_for_compiles_and_blocks_new_ones() -> None:
         thread.join(10)
     assert stamps["timing_start"] >= stamps["compile_done"]
     assert stamps["late_compile_start"] >= stamps["timing_done"]
-
-
-def test_default_workers_fit_cores_and_memory(monkeypatch) -> None:
-    import collections
-
-    import psutil
-
-    memory = collections.namedtuple("memory", "total")
-    for cores, gigabytes, expected in ((2, 24, 2), (16, 8, 4), (8, 1, 1), (1, 128, 1)):
-        monkeypatch.setattr("os.cpu_count", lambda cores=cores: cores)
-        monkeypatch.setattr(psutil, "virtual_memory", lambda gigabytes=gigabytes: memory(gigabytes * 2**30))
-        assert default_workers() == expected, (cores, gigabytes)
-    monkeypatch.setattr("os.cpu_count", lambda: 16)
-    monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(32 * 2**30))
-    assert default_workers("cpu") == 16 and default_workers("cuda-compile-only") == 7  # nvcc builds need more

@@ -3,7 +3,10 @@ The real builds here skip torch's header (`no_implicit_headers`), so each compil
 
 from __future__ import annotations
 
+import fcntl
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -93,8 +96,6 @@ def test_flags_that_could_change_what_the_header_reads_get_no_header(cflags: lis
 
 
 def test_the_header_build_is_one_at_a_time(tmp_path: Path) -> None:
-    import fcntl
-
     headers = PrecompiledHeaders(tmp_path, LIMITS)
     (tmp_path / "pch").mkdir()
     with open(tmp_path / "pch" / f"{headers.key('-O3')}.lock", "w") as lock:
@@ -102,3 +103,65 @@ def test_the_header_build_is_one_at_a_time(tmp_path: Path) -> None:
         assert headers.build("-O3") is None
     assert not [p for p in (tmp_path / "pch").iterdir() if ".tmp-" in p.name]
     assert os.listdir(tmp_path / "pch") == [f"{headers.key('-O3')}.lock"]
+
+
+def _header_being_built(headers: PrecompiledHeaders, cflags: str, started_s_ago: float):
+    """Hold the header's build lock as a header build in another process would, started `started_s_ago`."""
+    headers.root.mkdir(parents=True, exist_ok=True)
+    key = headers.key(cflags)
+    lock = open(headers.root / f"{key}.lock", "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    (headers.root / f"{key}.started").write_text(repr(time.time() - started_s_ago))
+    return lock
+
+
+def _finish_header(headers: PrecompiledHeaders, cflags: str, after_s: float) -> threading.Thread:
+    def finish() -> None:
+        time.sleep(after_s)
+        folder = headers.root / headers.key(cflags) / "torch"
+        folder.mkdir(parents=True)
+        (folder / "extension.h.gch").write_bytes(b"gpch")
+
+    thread = threading.Thread(target=finish)
+    thread.start()
+    return thread
+
+
+def test_a_cold_build_waits_for_a_header_only_when_it_is_nearly_done(tmp_path: Path) -> None:
+    headers = PrecompiledHeaders(tmp_path, LIMITS)
+    headers.record_build("-O3", 36.0, with_header=False)
+    headers.record_build("-O3", 17.0, with_header=True)  # the header saves 19 s
+    headers._measured(headers.key("-O3"), header_s=45.0)
+    assert headers.header_wait_s("-O3") is None  # nobody is building it
+    with _header_being_built(headers, "-O3", started_s_ago=5):
+        assert headers.header_wait_s("-O3") is None  # 40 s left: building without it is sooner
+    with _header_being_built(headers, "-O3", started_s_ago=35):
+        assert 9 < headers.header_wait_s("-O3") < 11
+        assert headers.header_wait_s("-O2") is None  # other flags, other header
+    with _header_being_built(headers, "-O3", started_s_ago=35):
+        finishing = _finish_header(headers, "-O3", after_s=0.5)
+        assert headers.wait_for("-O3", 10) == headers.folder("-O3") is not None
+        finishing.join()
+
+
+def test_waiting_ends_when_the_header_build_ends_without_a_header(tmp_path: Path) -> None:
+    headers = PrecompiledHeaders(tmp_path, LIMITS)
+    lock = _header_being_built(headers, "-O3", started_s_ago=0)
+    began = time.monotonic()
+    threading.Timer(0.5, lock.close).start()  # the header's compiler failed: its lock is released
+    assert headers.wait_for("-O3", 30) is None and time.monotonic() - began < 5
+
+
+def test_a_build_waits_for_the_header_being_built_and_uses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELWRIGHT_PCH", "auto")
+    monkeypatch.setattr(PrecompiledHeaders, "note_cold_build", lambda self, cflags: None)
+    service = BuildService(tmp_path, "native", LIMITS)
+    arguments = {"name": "answer", "cpp_sources": PLAIN_CPP, "no_implicit_headers": True, "is_python_module": False}
+    assert service({"kind": "inline", "arguments": dict(arguments)})["ok"]
+    cflags = service.records[-1]["cflags"]
+    with _header_being_built(service.headers, cflags, started_s_ago=3600):  # overdue: it must be nearly done
+        finishing = _finish_header(service.headers, cflags, after_s=1.0)
+        reply = service({"kind": "inline", "arguments": {**arguments, "cpp_sources": PLAIN_CPP + " // 2"}})
+        finishing.join()
+    record = service.records[-1]
+    assert reply["ok"] and record["precompiled_header"] is True and 0.5 < record["header_wait_s"] < 6
