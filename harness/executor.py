@@ -14,6 +14,7 @@ from harness.cgroups import builds_freezable
 from harness.compile_slots import default_workers
 from harness.eval_task import EvalTask, Executor, ExecutorUnavailable, run_profile, with_prebuild
 from harness.evaluate import evaluate
+from harness.pch import expect_many_builds
 from harness.prebuild import prebuild
 from harness.records import Evaluation
 
@@ -79,6 +80,7 @@ class LocalExecutor:
 
     def __init__(self, workers: int | None = None, device: str = "cpu") -> None:
         self.workers = workers or default_workers(device)
+        expect_many_builds()  # sweeps, agent runs and gates: a precompiled header from the first cold build
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kernelwright-eval")
         # where builds can be frozen, a CPU timing freezes them (harness/timing_slot.py) rather than wait for them
         self.gate = TimingGate(exclusive_with_compiles=device == "cpu" and not builds_freezable())

@@ -3,8 +3,8 @@
 Measured on a 2-core machine (GCC 12, torch 2.13, `-O3 -fopenmp`): the bundled ReLU's main.cpp compiles in 34.8 s,
 and in 17.0 s with a precompiled header; building the header takes 40-75 s and 790 MB. So a header is worth it
 only for flags that come back: it is built in the background (a jailed compiler, one at a time per key, under a
-file lock) when the second cold build with the same compiler and flags starts (two workers of a sweep: at once),
-and every build after that uses it. A cold build that starts while the header is being built waits for it when
+file lock) when the second cold build with the same compiler and flags starts (the first, in a sweep or an agent
+run), and every build after that uses it. A cold build that starts while the header is being built waits for it when
 the header's expected remaining time is less than what it saves the build (`header_wait_s`, from the seconds this
 cache measured for the header and for builds with and without it).
 
@@ -42,9 +42,18 @@ _INCLUDE_FLAGS = ("-I", "-i", "--include", "--sysroot")  # flags that could make
 _running: set[threading.Thread] = set()
 
 
+_many_builds = threading.Event()
+
+
+def expect_many_builds() -> None:
+    """This process will build many candidates (an executor's sweep, agent run or gate): in `auto` mode the first
+    cold build with a set of flags starts their header, on the core a single build leaves idle."""
+    _many_builds.set()
+
+
 def mode() -> str:
-    """KERNELWRIGHT_PCH: `auto` (default: build after a flag set's second cold build), `eager` (at the first),
-    or `off`."""
+    """KERNELWRIGHT_PCH: `auto` (default: build from a flag set's second cold build, or its first in a process
+    that expects many builds), `eager` (from the first), or `off`."""
     value = os.environ.get("KERNELWRIGHT_PCH", "auto").lower()
     return value if value in ("auto", "eager", "off") else "auto"
 
@@ -93,7 +102,7 @@ class PrecompiledHeaders:
         with open(self.root / f"{key}.seen", "ab") as seen:
             seen.write(b".")
             count = seen.tell()
-        if count >= (1 if mode() == "eager" else 2):
+        if count >= (1 if mode() == "eager" or _many_builds.is_set() else 2):
             thread = threading.Thread(target=self.build, args=(cflags,), name=f"pch-{key[:8]}", daemon=True)
             _running.difference_update([t for t in _running if not t.is_alive()])
             _running.add(thread)

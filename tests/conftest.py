@@ -67,6 +67,16 @@ def kernelwright_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     patch.undo()
 
 
+@pytest.fixture(autouse=True)
+def one_test_expects_few_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An executor tells the process to expect many builds (a header from the first cold build): per test."""
+    import threading
+
+    from harness import pch
+
+    monkeypatch.setattr(pch, "_many_builds", threading.Event())
+
+
 def compilers_under(folder: Path) -> list[str]:
     """Build processes (ninja, compiler drivers, cc1plus) working inside `folder`: other builds on the machine
     (a parallel test run) do not count."""

@@ -75,6 +75,12 @@ def test_headers_are_only_built_for_flags_that_come_back(tmp_path: Path, monkeyp
     monkeypatch.setenv("KERNELWRIGHT_PCH", "off")
     headers.note_cold_build("-O2")
     assert started == ["-O3 -fopenmp"]
+    monkeypatch.setenv("KERNELWRIGHT_PCH", "auto")
+    pch.expect_many_builds()  # a sweep or an agent run: the first cold build is enough
+    headers.note_cold_build("-O1")
+    for thread in list(pch._running):
+        thread.join(5)
+    assert started == ["-O3 -fopenmp", "-O1"]
 
 
 def test_a_header_is_found_only_for_its_exact_flags(tmp_path: Path) -> None:
