@@ -29,6 +29,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import IO
 
 from harness.compile_slots import compile_slot
 from harness.sandbox import Limits
@@ -113,9 +114,7 @@ class PrecompiledHeaders:
         key = self.key(cflags)
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / f"{key}.lock", "w") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            if not _took(lock):
                 return None  # another evaluation is building it
             if self.folder(cflags):
                 return self.folder(cflags)
@@ -220,6 +219,18 @@ class PrecompiledHeaders:
                          key=lambda p: p.stat().st_mtime, reverse=True)
         for stale in headers[KEEP:]:
             shutil.rmtree(stale, ignore_errors=True)
+
+
+def _took(lock: IO[str]) -> bool:
+    """The build lock, unless a builder holds it. A build asking whether a header is being built holds it shared
+    for an instant (`_build_started`): a few tries tell that from a builder, which holds it for a minute."""
+    for _ in range(10):
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
 
 
 @atexit.register

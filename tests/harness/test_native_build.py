@@ -171,3 +171,14 @@ def test_a_build_waits_for_the_header_being_built_and_uses_it(tmp_path: Path, mo
         finishing.join()
     record = service.records[-1]
     assert reply["ok"] and record["precompiled_header"] is True and 0.5 < record["header_wait_s"] < 6
+
+
+def test_a_build_asking_about_the_header_does_not_stop_it_from_starting(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    headers = PrecompiledHeaders(tmp_path, LIMITS)
+    headers.root.mkdir(parents=True)
+    monkeypatch.setattr(PrecompiledHeaders, "_build_locked", lambda self, key, cflags: tmp_path / "built")
+    with open(headers.root / f"{headers.key('-O3')}.lock", "a") as asking:
+        fcntl.flock(asking, fcntl.LOCK_SH)  # what `_build_started` holds for an instant
+        threading.Timer(0.2, lambda: fcntl.flock(asking, fcntl.LOCK_UN)).start()
+        assert headers.build("-O3") == tmp_path / "built"
