@@ -16,7 +16,7 @@ from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
 from agent.recorder import RunRecorder
 from harness.evaluate import candidate_hash
-from harness.eval_task import EvalTask, Executor
+from harness.eval_task import EvalTask, Executor, build_seconds
 from harness.records import Evaluation, Unjudged
 from kernelbench.problem import Problem
 from rewards import select_exemplars
@@ -199,8 +199,7 @@ class Optimizer:
             evaluation = known[digest]
             if digest not in recorded:  # the caller is the store's only writer
                 recorded.add(digest)
-                self.seconds["compile"] += sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", [])
-                                               if not b.get("cache_hit"))
+                self.seconds["compile"] += build_seconds(evaluation)  # with 2+ workers, the prebuild's
                 self.recorder.evaluation(round_, slot, source, evaluation)
             outcomes.append(Outcome(round_, slot, _attempt(source, evaluation), evaluation, str(path)))
         self.seconds["evaluation"] += time.perf_counter() - started

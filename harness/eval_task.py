@@ -56,6 +56,13 @@ def with_prebuild(evaluation: Evaluation, built: dict[str, Any], executor: dict[
     return evaluation
 
 
+def build_seconds(evaluation: Evaluation) -> float:
+    """What its builds cost: the executor's separate build step, or the builds served during the evaluation
+    (a cache hit costs a hash)."""
+    return evaluation.phase_seconds.get("prebuild", 0.0) + sum(
+        b.get("seconds", 0.0) for b in evaluation.build.get("builds", []) if not b.get("cache_hit"))
+
+
 def own_seconds(evaluation: Evaluation) -> float:
     """What one evaluation cost: its separate build step plus its checks and timing, queueing excluded."""
     return evaluation.phase_seconds.get("prebuild", 0.0) + evaluation.phase_seconds.get("total", 0.0)

@@ -78,7 +78,10 @@ class ScriptedExecutor:
         time.sleep(self.time_s)
         with self.lock:
             self.timed.append((began, time.perf_counter()))
-        return scripted_evaluation(task)
+        evaluation = scripted_evaluation(task)
+        if self.build_s:  # like the local executor's separate build step
+            evaluation.phase_seconds["prebuild"] = self.build_s
+        return evaluation
 
     def profile(self, task: EvalTask, kernels: list[str]) -> "Future[dict[str, Any]]":
         self.profiled.append((task, kernels))

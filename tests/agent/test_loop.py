@@ -83,6 +83,7 @@ def test_best_of_four_is_timed_one_candidate_at_a_time(tmp_path: Path) -> None:
     summary, executor, _ = _run(tmp_path, [coder_reply(k) for k in kernels], executor, rounds=1, candidates=4)
     assert len(executor.timed) == 4 and summary["best"]["speedup"] == pytest.approx(4.0)
     assert overlapping(executor.timed) == [], "two candidates were timed at the same time"
+    assert summary["seconds"]["compile"] == pytest.approx(4 * 0.05)  # the executor's build steps, reported
 
 
 def test_the_overlap_check_catches_concurrent_timing(tmp_path: Path) -> None:
