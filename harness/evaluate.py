@@ -229,14 +229,9 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         return
     if _failed(session.request({"cmd": "correctness"}), run):
         return
-    knockout = policy.hardening and policy.knockout
-    if knockout:  # the child runs it while the parent judges the outputs; it counts only if they pass
-        session.send({"cmd": "knockout"})
     _judge_outputs(evaluation, scratch, reference, policy)
-    if knockout:
-        reply = session.receive()
-        if evaluation.verdict is Verdict.ACCEPTED:
-            run.knockout = not _failed(reply, run)
+    if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
+        run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
     if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure \
             and not run.degenerate:  # a degenerate problem's speedup would mean nothing
         say("timing reference and candidate, each in its own process")

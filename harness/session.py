@@ -222,15 +222,11 @@ class ChildSession:
             self.proc.poll()
             raise self._stop(f"closed: {exc}") from None
 
-    def send(self, command: dict[str, Any]) -> None:
-        """A command whose reply is read later with `receive`."""
+    def request(self, command: dict[str, Any]) -> dict[str, Any]:
         try:
             self.channel.send(command)
         except ChannelClosed:
             raise self._stop("exited") from None
-
-    def request(self, command: dict[str, Any]) -> dict[str, Any]:
-        self.send(command)
         return self.receive()
 
     def timed(self, command: dict[str, Any]) -> tuple[int, dict[str, Any]]:
