@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
 import time
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -36,6 +35,7 @@ from kernelbench.problem import Problem, ProblemError
 REFERENCE_ONLY = "# the reference's timing process: no candidate code\n"
 
 Progress = Callable[[str], None]
+_BACKGROUND = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernelwright-canaries")  # one per evaluation
 
 
 def candidate_hash(source: str) -> str:
@@ -140,17 +140,8 @@ class _Run:
         self.ref_session: ChildSession | None = None
 
     def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy) -> None:
-        """On a thread of its own, while the candidate's process starts and runs (the parent only waits then)."""
-        self.canaries = Future()
-        self.canaries.set_running_or_notify_cancel()
-
-        def work() -> None:
-            try:
-                self.canaries.set_result(passing_canaries(reference, policy))
-            except BaseException as exc:
-                self.canaries.set_exception(exc)
-
-        threading.Thread(target=work, daemon=True, name="kernelwright-canaries").start()
+        """In the background, while the candidate's process starts and runs (the parent only waits then)."""
+        self.canaries = _BACKGROUND.submit(passing_canaries, reference, policy)
 
     @property
     def degenerate(self) -> list[str]:

@@ -29,7 +29,6 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import IO
 
 from harness.compile_slots import compile_slot
 from harness.sandbox import Limits
@@ -114,7 +113,9 @@ class PrecompiledHeaders:
         key = self.key(cflags)
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / f"{key}.lock", "w") as lock:
-            if not _took(lock):
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
                 return None  # another evaluation is building it
             if self.folder(cflags):
                 return self.folder(cflags)
@@ -122,7 +123,7 @@ class PrecompiledHeaders:
             started_file.unlink(missing_ok=True)  # not started while it waits for a compile slot
             with compile_slot("cpu"):
                 started = time.time()
-                started_file.write_text(repr(started))
+                started_file.write_text(f"{os.getpid()} {started!r}")  # who builds it, and since when
                 try:
                     built = self._build_locked(key, cflags)
                 finally:
@@ -162,17 +163,16 @@ class PrecompiledHeaders:
         return self.folder(cflags)
 
     def _build_started(self, key: str) -> float | None:
-        """When the header build for `key` that holds its lock now started; None if none does."""
+        """When the header build for `key` under way now started; None if none is (its process unlinks the
+        file when it ends, and one that was killed is no longer alive)."""
         try:
-            with open(self.root / f"{key}.lock", "a") as lock:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                except OSError:
-                    return float((self.root / f"{key}.started").read_text())
-                fcntl.flock(lock, fcntl.LOCK_UN)
-                return None
+            pid, started = (self.root / f"{key}.started").read_text().split()
+            os.kill(int(pid), 0)
+        except PermissionError:  # alive, another user's
+            pass
         except (OSError, ValueError):
             return None
+        return float(started)
 
     def _times(self, key: str) -> dict[str, float]:
         try:
@@ -219,18 +219,6 @@ class PrecompiledHeaders:
                          key=lambda p: p.stat().st_mtime, reverse=True)
         for stale in headers[KEEP:]:
             shutil.rmtree(stale, ignore_errors=True)
-
-
-def _took(lock: IO[str]) -> bool:
-    """The build lock, unless a builder holds it. A build asking whether a header is being built holds it shared
-    for an instant (`_build_started`): a few tries tell that from a builder, which holds it for a minute."""
-    for _ in range(10):
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError:
-            time.sleep(0.05)
-    return False
 
 
 @atexit.register

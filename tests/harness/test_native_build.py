@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -111,14 +114,17 @@ def test_the_header_build_is_one_at_a_time(tmp_path: Path) -> None:
     assert os.listdir(tmp_path / "pch") == [f"{headers.key('-O3')}.lock"]
 
 
-def _header_being_built(headers: PrecompiledHeaders, cflags: str, started_s_ago: float):
-    """Hold the header's build lock as a header build in another process would, started `started_s_ago`."""
+@contextmanager
+def _header_being_built(headers: PrecompiledHeaders, cflags: str, started_s_ago: float,
+                        pid: int | None = None) -> Iterator[Path]:
+    """What a header build under way leaves for others to read (its process, when it started), until it ends."""
     headers.root.mkdir(parents=True, exist_ok=True)
-    key = headers.key(cflags)
-    lock = open(headers.root / f"{key}.lock", "w")
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    (headers.root / f"{key}.started").write_text(repr(time.time() - started_s_ago))
-    return lock
+    started = headers.root / f"{headers.key(cflags)}.started"
+    started.write_text(f"{pid or os.getpid()} {time.time() - started_s_ago!r}")
+    try:
+        yield started
+    finally:
+        started.unlink(missing_ok=True)
 
 
 def _finish_header(headers: PrecompiledHeaders, cflags: str, after_s: float) -> threading.Thread:
@@ -152,10 +158,21 @@ def test_a_cold_build_waits_for_a_header_only_when_it_is_nearly_done(tmp_path: P
 
 def test_waiting_ends_when_the_header_build_ends_without_a_header(tmp_path: Path) -> None:
     headers = PrecompiledHeaders(tmp_path, LIMITS)
-    lock = _header_being_built(headers, "-O3", started_s_ago=0)
-    began = time.monotonic()
-    threading.Timer(0.5, lock.close).start()  # the header's compiler failed: its lock is released
-    assert headers.wait_for("-O3", 30) is None and time.monotonic() - began < 5
+    with _header_being_built(headers, "-O3", started_s_ago=0) as started:
+        began = time.monotonic()
+        threading.Timer(0.5, started.unlink).start()  # the header's compiler failed: its build ended
+        assert headers.wait_for("-O3", 30) is None and time.monotonic() - began < 5
+
+
+def test_a_header_build_whose_process_was_killed_is_not_waited_for(tmp_path: Path) -> None:
+    headers = PrecompiledHeaders(tmp_path, LIMITS)
+    headers._measured(headers.key("-O3"), cold_s=36.0, warm_s=17.0, header_s=45.0)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with _header_being_built(headers, "-O3", started_s_ago=40, pid=gone.pid):
+        assert headers.header_wait_s("-O3") is None
+    with _header_being_built(headers, "-O3", started_s_ago=40):  # the same, alive: 5 s left, worth waiting
+        assert 4 < headers.header_wait_s("-O3") < 6
 
 
 def test_a_build_waits_for_the_header_being_built_and_uses_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,14 +188,3 @@ def test_a_build_waits_for_the_header_being_built_and_uses_it(tmp_path: Path, mo
         finishing.join()
     record = service.records[-1]
     assert reply["ok"] and record["precompiled_header"] is True and 0.5 < record["header_wait_s"] < 6
-
-
-def test_a_build_asking_about_the_header_does_not_stop_it_from_starting(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    headers = PrecompiledHeaders(tmp_path, LIMITS)
-    headers.root.mkdir(parents=True)
-    monkeypatch.setattr(PrecompiledHeaders, "_build_locked", lambda self, key, cflags: tmp_path / "built")
-    with open(headers.root / f"{headers.key('-O3')}.lock", "a") as asking:
-        fcntl.flock(asking, fcntl.LOCK_SH)  # what `_build_started` holds for an instant
-        threading.Timer(0.2, lambda: fcntl.flock(asking, fcntl.LOCK_UN)).start()
-        assert headers.build("-O3") == tmp_path / "built"
