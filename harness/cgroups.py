@@ -18,18 +18,24 @@ ROOT = Path("/sys/fs/cgroup")
 
 
 BUILD_PREFIX = "kernelwright-build-"  # builds' groups: a CPU timing freezes every one on the machine
+TIMED_PREFIX = "kernelwright-timed-"  # a timed child's group: frozen by its own timing between its batches
 
 
 @dataclass
 class ControlGroup:
     folders: list[Path] = field(default_factory=list)
     reason: str = ""
-    freezer: Path | None = None  # where this group is frozen and thawed (builds only)
+    freezer: Path | None = None  # where this group is frozen and thawed (builds and timed children)
+    cpus: str | None = None  # the CPUs the kernel lets this group run on (timed children), when set
 
     @classmethod
-    def create(cls, token: str, memory_mb: int, max_processes: int, freezable: bool = False) -> "ControlGroup":
+    def create(cls, token: str, memory_mb: int, max_processes: int, freezable: bool = False,
+               cpus: str | None = None) -> "ControlGroup":
+        """`freezable` alone: a build's group (every CPU timing freezes it); with `cpus`: a timed child's group,
+        frozen by its own timing and pinned to `cpus` (a list like "1" or "2-3") by the cpuset controller."""
         reap_abandoned()
-        name = f"{BUILD_PREFIX if freezable else 'kernelwright-'}{token[:16]}"
+        prefix = TIMED_PREFIX if cpus else BUILD_PREFIX if freezable else "kernelwright-"
+        name = f"{prefix}{token[:16]}"
         v1 = {"pids": ("pids.max", str(max_processes)), "memory": ("memory.limit_in_bytes", str(memory_mb << 20))}
         group = cls()
         try:
@@ -39,17 +45,23 @@ class ControlGroup:
                     folder.mkdir()
                     group.folders.append(folder)
                     (folder / knob).write_text(value)
-                if freezable and (ROOT / "freezer" / "cgroup.procs").exists():
+                if (freezable or cpus) and (ROOT / "freezer" / "cgroup.procs").exists():
                     group.freezer = ROOT / "freezer" / name
                     group.freezer.mkdir()
                     group.folders.append(group.freezer)
+                if cpus and (ROOT / "cpuset" / "cgroup.procs").exists():
+                    group.folders.append(_cpuset(ROOT / "cpuset", name, cpus))
+                    group.cpus = cpus
             elif (ROOT / "cgroup.controllers").exists():
                 folder = ROOT / name
                 folder.mkdir()
                 group.folders.append(folder)
                 (folder / "pids.max").write_text(str(max_processes))
                 (folder / "memory.max").write_text(str(memory_mb << 20))
-                group.freezer = folder if freezable and (folder / "cgroup.freeze").exists() else None
+                group.freezer = folder if (freezable or cpus) and (folder / "cgroup.freeze").exists() else None
+                if cpus and (folder / "cpuset.cpus").exists():
+                    (folder / "cpuset.cpus").write_text(cpus)
+                    group.cpus = cpus
             else:
                 group.reason = "no cgroup hierarchy found"
         except OSError as exc:
@@ -68,9 +80,21 @@ class ControlGroup:
             except OSError:
                 pass
 
+    def freeze(self) -> None:
+        """Stop every task of the group and wait until they are all stopped (about 0.2 ms for an idle child)."""
+        if self.freezer is None:
+            return
+        set_frozen(self.freezer, True)
+        deadline = time.monotonic() + 5.0
+        while not is_frozen(self.freezer, settled=True):
+            if time.monotonic() > deadline:
+                raise OSError(f"{self.freezer} did not freeze within 5 s")
+            time.sleep(0)
+
     def describe(self) -> dict[str, str]:
         if self.folders:
-            return {"cgroup": ", ".join(str(f) for f in self.folders)}
+            return {"cgroup": ", ".join(str(f) for f in self.folders),
+                    **({"cpuset": self.cpus} if self.cpus else {})}
         return {"cgroup": f"none: {self.reason}; process count not limited, rlimits and watchdog only"}
 
     def join(self) -> None:
@@ -127,10 +151,19 @@ class ControlGroup:
                     time.sleep(0.05)
 
 
-def build_freezers() -> list[Path]:
-    """Every build's freezer on this machine (any kernelwright process's)."""
+def _cpuset(hierarchy: Path, name: str, cpus: str) -> Path:
+    """A cgroup v1 cpuset: its memory nodes copied from the root (a cpuset without them takes no task)."""
+    folder = hierarchy / name
+    folder.mkdir()
+    (folder / "cpuset.mems").write_text((hierarchy / "cpuset.mems").read_text().strip())
+    (folder / "cpuset.cpus").write_text(cpus)
+    return folder
+
+
+def build_freezers(prefix: str = BUILD_PREFIX) -> list[Path]:
+    """Every build's freezer on this machine (any kernelwright process's); with TIMED_PREFIX, every timed child's."""
     v1 = ROOT / "freezer"
-    return sorted((v1 if (v1 / "cgroup.procs").exists() else ROOT).glob(f"{BUILD_PREFIX}*"))
+    return sorted((v1 if (v1 / "cgroup.procs").exists() else ROOT).glob(f"{prefix}*"))
 
 
 def set_frozen(folder: Path, frozen: bool) -> None:

@@ -14,15 +14,14 @@ import os
 import sys
 import time
 import traceback
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
 from harness import job as J
 from harness.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
 from harness.channel import ChildEnd
-from harness.integrity import (PoisonedAllocations, flatten, identity_snapshot, inputs_changed, output_problems,
-                               replaced_since, returned_fingerprint, still_changing, thread_state)
+from harness.integrity import (flatten, identity_snapshot, inputs_changed, output_problems,
+                               replaced_since, returned_fingerprint, shares_memory, still_changing, thread_state)
 from harness.tensors import cloned, portable, to_device, values_at
 from harness.timing import make_timer
 
@@ -114,11 +113,10 @@ def _import_candidate(scratch: Path) -> Any:
     return module
 
 
-def _build_models(problem: Any, candidate: Any, init_inputs: list[Any], seed: int, device: str) -> tuple[Any, Any]:
+def _build_model(candidate: Any, init_inputs: list[Any], seed: int, device: str) -> Any:
+    """ModelNew, seeded as the parent seeds the reference (the problem's Model is never built in this process)."""
     import torch
 
-    torch.manual_seed(seed)
-    reference = problem.Model(*init_inputs)
     torch.manual_seed(seed)
     try:
         new = candidate.ModelNew(*init_inputs)
@@ -126,7 +124,7 @@ def _build_models(problem: Any, candidate: Any, init_inputs: list[Any], seed: in
         raise CandidateFailure("runtime_error", "ModelNew(*get_init_inputs()) raised:\n" + _short_traceback(exc)) from None
     if not isinstance(new, torch.nn.Module):
         raise CandidateFailure("rejected", f"ModelNew(...) is a {type(new).__name__}, not a torch.nn.Module")
-    return reference.to(device), new.to(device)
+    return new.to(device)
 
 
 def _sync(device: str) -> None:
@@ -152,34 +150,31 @@ def _check_call(job: J.ChildJob, model: Any, result: Any, pristine: list[Any], u
     earlier.extend(t for t in flatten(result) if t is not None)
 
 
-def run_correctness(job: J.ChildJob, model: Any, reference: Any, trials: list[dict[str, Any]],
+def run_correctness(job: J.ChildJob, model: Any, trials: list[dict[str, Any]],
                     integrity: list[str]) -> list[list[Any]]:
-    """Per trial: the candidate's output before and (hardened) after the reference ran on the same inputs, on
-    fresh copies of the inputs, into poisoned memory."""
+    """Per trial: the candidate's output on fresh copies of the inputs, made the way every call is made (no
+    switch differs from the timed calls, and the reference never runs in this process: its freed memory cannot
+    hand the candidate a correct answer). Outputs are copied when they are read, so a candidate that reuses its
+    output buffer is reported for that ([aliasing]) and for nothing else."""
     outputs: list[list[Any]] = []
     earlier: list[Any] = []  # kept alive so a later output cannot legitimately land in the same memory
     returned: list[tuple[Any, list[float]]] = []  # each output with its checksums when its call returned
     for index, trial in enumerate(trials):
         pristine = to_device(cloned(trial["inputs"]), job.device)
-        per_trial = []
-        for position in ("before", "after") if job.hardening else ("only",):
-            if position == "after":
-                _call(reference, to_device(cloned(trial["inputs"]), job.device))  # leaves its memory behind
-                _sync(job.device)
-            inputs = to_device(cloned(trial["inputs"]), job.device)
-            try:
-                with PoisonedAllocations() if job.hardening else nullcontext():
-                    result = _call(model, inputs)
-                    _sync(job.device)
-            except BaseException as exc:
-                raise CandidateFailure("runtime_error", f"ModelNew.forward raised on trial {index + 1}:\n"
-                                       + _short_traceback(exc)) from None
-            if job.hardening:
-                returned.append((result, returned_fingerprint(result, job.device)))
-                _check_call(job, model, result, pristine, inputs, earlier, integrity)
-            per_trial.append(portable(result))
-        outputs.append(per_trial)
-    if returned and still_changing(returned, job.device):
+        inputs = to_device(cloned(trial["inputs"]), job.device)
+        try:
+            result = _call(model, inputs)
+            _sync(job.device)
+        except BaseException as exc:
+            raise CandidateFailure("runtime_error", f"ModelNew.forward raised on trial {index + 1}:\n"
+                                   + _short_traceback(exc)) from None
+        if job.hardening:
+            returned.append((result, returned_fingerprint(result, job.device)))
+            _check_call(job, model, result, pristine, inputs, earlier, integrity)
+        outputs.append([portable(result, copy=True)])
+    watched = [(output, sums) for k, (output, sums) in enumerate(returned)
+               if not any(shares_memory(output, later) for later, _ in returned[k + 1:])]  # overwritten: [aliasing]
+    if watched and still_changing(watched, job.device):
         integrity.append("work-after-return: the output kept changing after forward() returned (work on another "
                          "thread or stream finished later)")
     return outputs
@@ -249,6 +244,7 @@ class Child:
         self.staged: list[list[Any]] = []
         self.outputs: list[Any] = []
         self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage`
+        self.slots: list[list[Any]] = []  # input sets the parent writes itself (`slots`, `run`)
         self.flush: Callable[[], None] = lambda: None
         self.kernel_calls = {"correctness": 0, "timed": 0}
 
@@ -257,8 +253,6 @@ class Child:
     def do_load(self, command: dict[str, Any]) -> dict[str, Any]:
         import torch
 
-        with PoisonedAllocations():  # its lazy imports rebind torch attributes: let that happen before the snapshot
-            pass
         self.identities = identity_snapshot()
         self.threads: dict[str, dict[str, int]] = {"start": thread_state()}
         self.result["threads"] = self.threads
@@ -275,8 +269,7 @@ class Child:
         if self.job.device == "cuda-compile-only":
             return self._compiled(candidate)
         self.events.write(phase="construct")
-        self.reference, self.model = _build_models(self.problem, candidate, init_inputs, self.job.init_seed,
-                                                   self.job.device)
+        self.model = _build_model(candidate, init_inputs, self.job.init_seed, self.job.device)
         return {"status": "ok"}
 
     def _compiled(self, candidate: Any) -> dict[str, Any]:
@@ -300,7 +293,7 @@ class Child:
 
         self.events.write(phase="correctness")
         before = self.switch.calls
-        outputs = run_correctness(self.job, self.model, self.reference, self.payload["trials"], self.integrity)
+        outputs = run_correctness(self.job, self.model, self.payload["trials"], self.integrity)
         self.kernel_calls["correctness"] = self.switch.calls - before
         self.threads["after_correctness"] = thread_state()
         _note_replacements(self.identities, self.integrity, "the correctness calls")
@@ -364,6 +357,35 @@ class Child:
             values.append([values_at(t, positions) if type(t) is torch.Tensor else type(t).__name__ for t in tensors])
         return {"values": values}
 
+    # -- timing with the parent's hands: it writes the slots and reads the outputs (harness/frozen_calls.py) -----
+
+    def do_slots(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Input sets the parent fills while this process is frozen: [address, bytes] per tensor input (None for
+        the rest), and the memory of the model's parameters, which no output may share."""
+        import torch
+
+        if self.pools is None:
+            self.pools = []
+            self.events.write(phase="timing")
+        base = self.payload["trials"][0]["inputs"]
+        self.slots = [[torch.zeros_like(v).contiguous() if isinstance(v, torch.Tensor) else v for v in base]
+                      for _ in range(int(command["count"]))]
+        owned = list(self.model.parameters()) + list(self.model.buffers())
+        return {"slots": [[[v.data_ptr(), v.numel() * v.element_size()] if isinstance(v, torch.Tensor) else None
+                           for v in inputs] for inputs in self.slots],
+                "owned": [[t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()] for t in owned]}
+
+    def do_run(self, command: dict[str, Any]) -> dict[str, Any]:
+        """forward() on each named slot, then a device sync; the outputs stay alive (the parent reads them while
+        this process is frozen) until the next `run`. The reply only says where they are."""
+        self.outputs = []  # the previous batch's outputs are released first, the same way before every batch
+        before = self.switch.calls
+        for index in command["slots"]:
+            self.outputs.append(_call(self.model, self.slots[index]))
+        _sync(self.job.device)
+        self.kernel_calls["timed"] += self.switch.calls - before
+        return {"done": len(self.outputs), "outputs": [describe_output(o) for o in self.outputs]}
+
     def do_outputs(self, command: dict[str, Any]) -> dict[str, Any]:
         import torch
 
@@ -390,6 +412,23 @@ class Child:
             self.result["telemetry"]["after"] = snapshot()
         _write_result(self.scratch, self.result)
         return {"status": "finished"}
+
+
+def describe_output(output: Any) -> list[Any]:
+    """Where each tensor of one call's output lies, for the parent to read itself: [address, dtype, shape,
+    strides, storage start, storage bytes, plain] per tensor; anything else by its type's name."""
+    import torch
+
+    described: list[Any] = []
+    for item in flatten(output):
+        if not isinstance(item, torch.Tensor) or item.device.type == "meta" or item.layout != torch.strided:
+            described.append(type(item).__name__)
+            continue
+        storage = item.untyped_storage()
+        described.append([item.data_ptr(), str(item.dtype).removeprefix("torch."), list(item.shape),
+                          list(item.stride()), storage.data_ptr(), storage.nbytes(),
+                          type(item) is torch.Tensor and item.device.type == "cpu"])
+    return described
 
 
 def make_flusher(device: str) -> Callable[[], None]:

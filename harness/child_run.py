@@ -18,12 +18,14 @@ from harness.reference import run_reference
 from harness.sandbox import ChildOutcome, Limits
 from harness.scratch import read_result, save_inputs, scratch_folder
 from harness.session import run_child
+from harness.timing_slot import timing_cpus
 from kernelbench.problem import Problem
 
 
 def limits_for(device: str, policy: EvalPolicy, timeout_scale: float = 1.0) -> Limits:
     return Limits(timeout_s=policy.timeout_s * timeout_scale, memory_mb=policy.memory_limit_mb,
-                  address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads)
+                  address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads,
+                  cpus=timing_cpus(policy.cpu_threads) if device == "cpu" else None)
 
 
 def forkable(device: str) -> bool:

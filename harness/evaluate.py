@@ -243,9 +243,14 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
     try:
         if "failed" in ref.request({"cmd": "load"}):
             raise ProblemError("the reference failed to load in its timing process")
-        with timing_slot(job.device) as slot:
+        ours = tuple(s.jailed.group.freezer for s in (ref, session) if s.jailed.group.freezer is not None)
+        with timing_slot(job.device, keep=ours) as slot:
             timing.run.slot_wait_s, timing.run.frozen_builds = slot.waited_s, slot.frozen_builds
-            return timing.measure()
+            try:
+                return timing.measure()
+            finally:  # frozen between batches by the protocol: they answer `finish` after this
+                ref.thaw()
+                session.thaw()
     except TimingProtocolError as exc:
         timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
         return timing.run
@@ -388,6 +393,7 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
     catch = 1 - 0.99 ** timed.checked_calls
     evaluation.isolation["timing"] = {
         "clock": "parent perf_counter_ns around each batch; reference in its own process",
+        "parent_reads": timed.parent_reads,  # inputs written and outputs read by the parent, children frozen
         "batch_size": timed.batch_size, "batches": len(ref), "calls_per_model": timed.total_calls,
         "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,
         "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,

@@ -71,6 +71,12 @@ def _overlaps(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
     return any(a[0] < end and start < a[1] for start, end in spans)
 
 
+def shares_memory(a: Any, b: Any) -> bool:
+    """Whether any tensor of output `a` lies in the memory of any tensor of output `b`."""
+    theirs = _storages(flatten(b))
+    return any(_overlaps(span, theirs) for span in _storages(flatten(a)))
+
+
 def flatten(output: Any) -> list[Any]:
     if isinstance(output, (tuple, list)):
         return [item for part in output for item in flatten(part)]
@@ -151,28 +157,3 @@ def inputs_changed(pristine: list[Any], used: list[Any]) -> list[int]:
             if a.shape != b.shape or not torch.equal(torch.nan_to_num(a), torch.nan_to_num(b.to(a.device))):
                 changed.append(index)
     return changed
-
-
-class PoisonedAllocations:
-    """While active, torch.empty (also from C++ extensions) returns memory filled with NaN (or the largest
-    integer), so output elements a kernel never writes cannot pass by luck of zeroed or reused memory."""
-
-    def __enter__(self) -> "PoisonedAllocations":
-        import torch
-        import torch.utils.deterministic as deterministic
-
-        self.saved = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-                      deterministic.fill_uninitialized_memory)
-        # the C switch itself: torch.use_deterministic_algorithms also imports inductor (2.5 s per child)
-        torch._C._set_deterministic_algorithms(True, warn_only=True)
-        deterministic.fill_uninitialized_memory = True
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        import torch
-        import torch.utils.deterministic as deterministic
-
-        enabled, warn_only, fill = self.saved
-        torch._C._set_deterministic_algorithms(enabled, warn_only=warn_only)
-        deterministic.fill_uninitialized_memory = fill
-

@@ -43,7 +43,7 @@ class ChildJob(BaseModel):
 
     @property
     def hardening(self) -> bool:
-        """Poisoned allocations and before/after reference calls: only when a verdict depends on them."""
+        """Runtime integrity checks: only when a verdict depends on them."""
         return self.policy.hardening and self.mode == "evaluate"
 
     @property

@@ -33,11 +33,11 @@ class EvalPolicy(BaseModel):
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
     cpu_threads: int = Field(1, ge=1, description="Threads for reference and candidate on the CPU device.")
     cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")
-    hardening: bool = Field(True, description="Runtime integrity checks: poisoned outputs, mutation, aliasing, "
-                            "work after return, candidate run after the reference, spot checks, identity checks.")
-    timed_checks: int = Field(300, ge=0, description="Timed calls whose outputs are checked at 16 secret "
+    hardening: bool = Field(True, description="Runtime integrity checks: mutation, aliasing, work after return, "
+                            "checks of timed outputs, identity checks.")
+    timed_checks: int = Field(300, ge=0, description="CUDA: timed calls whose outputs are checked at 16 secret "
                               "positions against the reference's own timing process (same fresh inputs): 300 "
-                              "catch a 1% cache-hit rate with 95% probability.")
+                              "catch a 1% cache-hit rate with 95% probability. The CPU probes every timed call.")
     timed_full_checks: int = Field(20, ge=0, description="Of the checked calls, how many (at random) also have "
                                    "their whole output compared with the parent's own reference; a call whose "
                                    "probed values differ always is.")

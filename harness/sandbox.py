@@ -29,6 +29,7 @@ class Limits:
     memory_mb: int
     address_space_limit: bool  # RLIMIT_AS breaks CUDA (it maps huge virtual ranges); the watchdog still applies
     cpu_threads: int = 1
+    cpus: str | None = None  # the CPU set the kernel pins a timed child to (reference and candidate alike)
     max_file_mb: int = 4096
     max_processes: int = 256
 

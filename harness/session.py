@@ -91,7 +91,8 @@ class _Jailed:
                child_argv: list[str] | None, build: bool) -> None:
         self.limits = limits
         self.token = uuid.uuid4().hex
-        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes, freezable=build)
+        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes, freezable=build,
+                                         cpus=None if build else limits.cpus)
         self.outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=self.group.describe())
         self.started = time.monotonic()
         self.log = open(log, "ab")
@@ -164,6 +165,7 @@ class ChildSession:
         self.on_build = on_build
         self.paused_s = 0.0  # time spent building for the child: not on its run clock
         self.stopped: str | None = None
+        self.inner_pid: int | None = None  # the pid the child gave itself in its hello (inside its namespace)
         cmd_r, cmd_w = os.pipe()
         msg_r, msg_w = os.pipe()
         command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
@@ -229,13 +231,16 @@ class ChildSession:
             raise self._stop("exited") from None
         return self.receive()
 
-    def timed(self, command: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def timed(self, command: dict[str, Any], thaw: bool = False) -> tuple[int, dict[str, Any]]:
         """Send `command` and wait for its reply with nothing else in between: (nanoseconds, reply) on the
-        parent's clock, which nothing in the child can reach."""
+        parent's clock, which nothing in the child can reach. `thaw`: the child is frozen and thawed only once
+        the clock runs."""
         if self.stopped:
             raise ChildStopped(self.stopped)
         try:
             started = time.perf_counter_ns()
+            if thaw:
+                self.thaw()
             self.channel.send(command)
             reply = self.channel.receive_until(self._deadline())
             elapsed = time.perf_counter_ns() - started
@@ -248,6 +253,7 @@ class ChildSession:
     def _handled(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """Serve what the child says on its own (hello, build requests); return anything else."""
         if "hello" in message:
+            self.inner_pid = message["hello"] if type(message["hello"]) is int else None
             self.outcome.containment.update(self._facts())
         elif "build" in message:
             self._serve_build(message["build"])
@@ -277,6 +283,26 @@ class ChildSession:
         except Exception:  # the child is gone already: nothing to record
             return {}
 
+    # -- freezing and memory (the timing protocol: harness/frozen_calls.py) ----------------------------------
+
+    def freezable(self) -> bool:
+        return self.jailed.group.freezer is not None
+
+    def freeze(self) -> None:
+        self.jailed.group.freeze()
+
+    def thaw(self) -> None:
+        self.jailed.group.thaw()
+
+    def memory_pid(self) -> int | None:
+        """The host pid of the process that answers this session (whose memory the parent reads), or None."""
+        from harness.remote_memory import find_process
+
+        if self.inner_pid is None:
+            return None
+        members = self.jailed.group.pids() or {self.proc.pid, *_descendants(self.proc.pid)}
+        return find_process(members, self.inner_pid)
+
     # -- the end ---------------------------------------------------------------------------------------------
 
     def wait_exit(self) -> None:
@@ -295,6 +321,15 @@ class ChildSession:
         self.channel.close()
         # a child that answered `finish` exits on its own at once; anything left after that is killed
         return self.jailed.finish(grace_s=2 if not self.stopped else 0.01)
+
+
+def _descendants(pid: int) -> set[int]:
+    try:
+        import psutil
+
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except Exception:  # gone already
+        return set()
 
 
 def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,

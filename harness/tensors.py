@@ -19,14 +19,15 @@ def cloned(values: list[Any]) -> list[Any]:
     return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def portable(output: Any) -> Any:
-    """Outputs as the parent compares them: tensors detached on the CPU, lists kept, anything else by name."""
+def portable(output: Any, copy: bool = False) -> Any:
+    """Outputs as the parent compares them: tensors detached on the CPU (`copy`: never the candidate's own
+    memory, which a later call may overwrite), lists kept, anything else by name."""
     import torch
 
     if isinstance(output, torch.Tensor):
-        return output.detach().to("cpu")
+        return output.detach().to("cpu", copy=copy)
     if isinstance(output, (tuple, list)):
-        return [portable(item) for item in output]
+        return [portable(item, copy) for item in output]
     return {UNSUPPORTED: type(output).__name__}
 
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.fresh_inputs import draw_recipe, make_pools
+from harness.fresh_inputs import draw_recipe, fresh_inputs, make_pools
+from harness.frozen_calls import FrozenSide, SideFailure, slot_count
 from harness.integrity import flatten
 from harness.policy import EvalPolicy
 from harness.reference import ReferenceRun
@@ -41,6 +42,7 @@ class TimedRun:
     failures: list[str] = field(default_factory=list)  # `[check] reason`, decisive
     slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
     frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
+    parent_reads: bool = False  # the parent wrote inputs and read outputs itself, the children frozen between
 
 
 class TimingProtocolError(Exception):
@@ -64,20 +66,72 @@ def _expect(reply: dict[str, Any], key: str, reference: bool = False) -> Any:
     return reply[key]
 
 
-def _batch_ms(session: ChildSession, calls: list[Any], overhead_ns: float, reference: bool) -> float:
-    _expect(session.request({"cmd": "stage", "calls": calls}), "staged", reference)
-    elapsed, reply = session.timed({"cmd": "go"})
-    if _expect(reply, "done", reference) != len(calls):
-        raise TimingProtocolError("the child ran a different number of calls than staged")
-    return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
+class StagingSide:
+    """A timed child that stages its own inputs (the CUDA device: inputs are made on the GPU from the parent's
+    recipes, its outputs probed and packed by request). The CPU uses `FrozenSide` (harness/frozen_calls.py)."""
+
+    frozen = False
+
+    def __init__(self, session: ChildSession, reference: bool, scratch: Path) -> None:
+        self.session, self.reference, self.scratch = session, reference, scratch
+
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
+        _expect(self.session.request({"cmd": "stage", "calls": calls}), "staged", self.reference)
+        elapsed, reply = self.session.timed({"cmd": "go"})
+        if _expect(reply, "done", self.reference) != len(calls):
+            raise TimingProtocolError("the child ran a different number of calls than staged")
+        return elapsed
+
+    def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
+        return _expect(self.session.request({"cmd": "probe", "calls": mine, "positions": positions}), "values",
+                       self.reference)
+
+    def fetch(self, calls: list[int], name: str) -> list[Any] | None:
+        _expect(self.session.request({"cmd": "outputs", "calls": calls, "file": name}), "status")
+        try:
+            import torch
+
+            got = torch.load(self.scratch / name, weights_only=True)
+            return got if isinstance(got, list) and len(got) == len(calls) else None
+        except Exception:
+            return None
+        finally:
+            (self.scratch / name).unlink(missing_ok=True)
 
 
-def _sizes(policy: EvalPolicy, ref_ms: float, cand_ms: float, bytes_per_call: int) -> tuple[int, int]:
+class ParentSide:
+    """`FrozenSide` seen through the same three methods as `StagingSide`."""
+
+    frozen = True
+
+    def __init__(self, side: FrozenSide) -> None:
+        self.side, self.reference = side, side.reference
+
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
+        try:
+            elapsed, reply = self.side.batch(values or [])
+        except SideFailure as exc:
+            raise TimingProtocolError(str(exc)) from None
+        if _expect(reply, "done", self.reference) != len(calls):
+            raise TimingProtocolError("the child ran a different number of calls than sent")
+        return elapsed
+
+    def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
+        return self.side.probe(mine, positions)
+
+    def fetch(self, calls: list[int], name: str) -> list[Any] | None:
+        return [self.side.fetch(call) for call in calls]
+
+
+Side = StagingSide | ParentSide
+
+
+def _sizes(policy: EvalPolicy, ref_ms: float, cand_ms: float, bytes_per_call: int, most: int) -> tuple[int, int]:
     """(batch size, batches): about `timing_budget_s` per model, batches long enough to dwarf the pipe."""
     per_round = max(ref_ms + cand_ms, 1e-4)
     calls = max(policy.min_timed_calls, min(policy.max_timed_calls, int(policy.timing_budget_s * 2000 / per_round)))
     batch = math.ceil(policy.batch_target_ms / max(min(ref_ms, cand_ms), 1e-4))
-    batch = max(1, min(batch, 64, max(1, (256 << 20) // max(bytes_per_call, 1)), calls // policy.min_timed_calls or 1))
+    batch = max(1, min(batch, most, max(1, (256 << 20) // max(bytes_per_call, 1)), calls // policy.min_timed_calls or 1))
     return batch, max(policy.min_timed_calls, math.ceil(calls / batch))
 
 
@@ -86,34 +140,60 @@ def _bytes(values: list[Any]) -> int:
 
 
 class Timing:
+    """Alternating batches of reference and candidate, each in its own child, on the parent's clock. On the CPU
+    (`frozen`) the parent writes every call's inputs and reads every call's outputs itself, probing all of them;
+    on CUDA the children stage and probe (see StagingSide)."""
+
     def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
                  device: str, scratch: Path, pool_seed: int, seed: int) -> None:
-        self.ref, self.cand, self.reference, self.policy = ref, cand, reference, policy
-        self.device, self.scratch = device, scratch
+        self.reference, self.policy, self.device = reference, policy, device
+        self.frozen = device == "cpu" and ref.freezable() and cand.freezable()
+        if self.frozen:
+            most = 8 * _bytes(flatten(reference.outputs[0])) + 4096
+            self.ref: Side = ParentSide(FrozenSide(ref, True, most))
+            self.cand: Side = ParentSide(FrozenSide(cand, False, most))
+        else:
+            self.ref, self.cand = StagingSide(ref, True, scratch), StagingSide(cand, False, scratch)
         self.rng = random.Random(seed)
-        self.pools = make_pools(reference.trial_inputs[0], pool_seed)
+        # on the CPU the pools never leave the parent: nothing in either child can derive the next call's values
+        self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if self.frozen else pool_seed)
         self.tolerances = trial_tolerances(reference, policy)
         self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
-        self.run = TimedRun()
+        self.run = TimedRun(parent_reads=self.frozen)
+        self.values: list[list[Any]] | None = None  # the current batch's inputs (CPU), written to both children
 
     def recipes(self, count: int) -> list[Any]:
         trials = len(self.reference.trial_inputs)
-        return [[t, draw_recipe(self.rng, self.reference.trial_inputs[t])]
-                for t in (self.rng.randrange(trials) for _ in range(count))]
+        calls = [[t, draw_recipe(self.rng, self.reference.trial_inputs[t])]
+                 for t in (self.rng.randrange(trials) for _ in range(count))]
+        self.values = [fresh_inputs(self.reference.trial_inputs[t], self.pools, recipe, "cpu")
+                       for t, recipe in calls] if self.frozen else None
+        return calls
+
+    def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float) -> float:
+        elapsed = side.batch_ns(calls, self.values)
+        return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
 
     def measure(self) -> TimedRun:
-        _expect(self.ref.request({"cmd": "stage", "calls": []}), "staged", reference=True)
-        overhead = float(statistics.median(self.ref.timed({"cmd": "go"})[0] for _ in range(15)))
+        per_call = _bytes(self.reference.trial_inputs[0]) + _bytes(flatten(self.reference.outputs[0]))
+        if self.frozen:
+            for side in (self.ref, self.cand):
+                try:
+                    side.side.prepare(slot_count(_bytes(self.reference.trial_inputs[0])))
+                except SideFailure as exc:
+                    raise TimingProtocolError(str(exc)) from None
+        self.recipes(0)
+        overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))
         self.run.overhead_ms = overhead / 1e6
-        warm = {s: _batch_ms(s, self.recipes(self.policy.warmup_calls), overhead, s is self.ref)
-                for s in (self.ref, self.cand)}
-        output_bytes = _bytes(flatten(self.reference.outputs[0]))
-        batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand],
-                                _bytes(self.reference.trial_inputs[0]) + output_bytes)
+        warm = {}
+        for s in (self.ref, self.cand):
+            warm[s] = self._batch_ms(s, self.recipes(self.policy.warmup_calls), overhead)
+        batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand], per_call,
+                                slot_count(_bytes(self.reference.trial_inputs[0])) if self.frozen else 64)
         batches = self._batches_needed(batch, batches, overhead)
         total = batch * batches
-        checked = set(self.rng.sample(range(total), min(total, self.policy.timed_checks))) \
-            if self.policy.hardening else set()
+        wanted = total if self.frozen else min(total, self.policy.timed_checks)  # the CPU probes every call
+        checked = set(self.rng.sample(range(total), wanted)) if self.policy.hardening else set()
         self.full = set(self.rng.sample(sorted(checked), min(len(checked), self.policy.timed_full_checks)))
         self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
         for index in range(batches):
@@ -121,16 +201,18 @@ class Timing:
             mine = [i for i in range(batch) if index * batch + i in checked]
             positions = probe_positions(self.rng, len(mine))
             probed: dict[bool, Any] = {}
-            for session in self._order(index):
-                sample = _batch_ms(session, calls, overhead, session is self.ref)
-                (self.run.ref_ms if session is self.ref else self.run.candidate_ms).append(sample)
-                if mine:  # right after `done`, before anything else runs
-                    probed[session is self.ref] = self._probe(session, mine, positions)
+            for side in self._order(index):
+                sample = self._batch_ms(side, calls, overhead)
+                (self.run.ref_ms if side is self.ref else self.run.candidate_ms).append(sample)
+                if mine and not self.frozen:  # right after `done`, before anything else runs
+                    probed[side is self.ref] = side.probe(mine, positions)
+            if mine and self.frozen:  # both frozen since their `done`: nothing in either has run since
+                probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
             if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
                 return self.run
         return self.run
 
-    def _order(self, batch_index: int) -> tuple[ChildSession, ChildSession]:
+    def _order(self, batch_index: int) -> tuple[Side, Side]:
         """Who goes first alternates, so neither model always runs on caches the other warmed or evicted."""
         return (self.ref, self.cand) if batch_index % 2 == 0 else (self.cand, self.ref)
 
@@ -144,22 +226,23 @@ class Timing:
         ref, cand = [], []
         for index in range(pilot):
             calls = self.recipes(batch)
-            for session in self._order(index):
-                (ref if session is self.ref else cand).append(_batch_ms(session, calls, overhead, session is self.ref))
+            for side in self._order(index):
+                (ref if side is self.ref else cand).append(self._batch_ms(side, calls, overhead))
         low, high = speedup_interval(ref, cand, resamples=200)
         half_width = (high - low) / 2 / max(statistics.median(ref) / max(statistics.median(cand), 1e-12), 1e-12)
         needed = math.ceil(pilot * (half_width / self.policy.timing_precision) ** 2)
         self.run.pilot_batches, self.run.pilot_half_width = pilot, half_width
         return min(most, max(pilot, needed + needed % 2))
 
-    def _probe(self, session: ChildSession, mine: list[int], positions: list[list[int]]) -> Any:
-        return _expect(session.request({"cmd": "probe", "calls": mine, "positions": positions}), "values",
-                       session is self.ref)
-
     def _check(self, batch_index: int, calls: list[Any], mine: list[int], positions: list[list[int]],
                probed: Any, expected: Any) -> bool:
         """Probed values against the reference child's; the full comparison for the chosen few and any that
-        differ."""
+        differ; on the CPU also where the outputs lie (aliasing) and whether the inputs were changed."""
+        if self.frozen:
+            aliasing = self.cand.side.aliasing(len(calls))
+            if aliasing:
+                self.run.failures.extend(aliasing)
+                return False
         if not isinstance(probed, list) or len(probed) != len(mine):
             probed = [None] * len(mine)
         full = [k for k, call in enumerate(mine)
@@ -167,21 +250,18 @@ class Timing:
                 or not probes_agree(probed[k], expected[k], self.tolerances[calls[call][0]])]
         if not full:
             return True
-        name = f"timed_{batch_index}.pt"
-        _expect(self.cand.request({"cmd": "outputs", "calls": [mine[k] for k in full], "file": name}), "status")
-        try:
-            import torch
-
-            got = torch.load(self.scratch / name, weights_only=True)
-            assert isinstance(got, list) and len(got) == len(full)
-        except Exception:
+        got = self.cand.fetch([mine[k] for k in full], f"timed_{batch_index}.pt")
+        if got is None:
             self.run.failures.append("[timed-check] the outputs of timed calls could not be read back")
             return False
-        finally:
-            (self.scratch / name).unlink(missing_ok=True)
         self.run.full_checks += len(full)
         for k, output in zip(full, got):
             label = f"timed call {batch_index * len(calls) + mine[k]}"
+            if self.frozen and self.values is not None:
+                changed = self.cand.side.inputs_changed(mine[k], self.values[mine[k]])
+                if changed:
+                    self.run.failures.append(f"[mutation] {label}: forward() modified input(s) {changed} in place")
+                    return False
             failure = full_check_failure(self.reference, self.pools, self.policy, self.device, calls[mine[k]],
                                          output, positions[k], probed[k], label)
             if failure:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from harness.cgroups import build_freezers, is_frozen, set_frozen
+from harness.cgroups import TIMED_PREFIX, build_freezers, is_frozen, set_frozen
 from harness.paths import home
 
 _COMPILES = "compiles.lock"  # shared by builds while they start (or run, unfreezable), exclusive for a CPU timing
@@ -59,15 +59,24 @@ class Slot:
     frozen_builds: int = 0  # builds frozen while this slot was held (CPU only)
 
 
+def timing_cpus(threads: int) -> str:
+    """The CPUs every timed child is pinned to, reference and candidate alike: the last `threads` of this process's
+    (the timing slot makes them the measurement's alone)."""
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    return ",".join(str(cpu) for cpu in allowed[-max(1, min(threads, len(allowed))):])
+
+
 @contextmanager
-def timing_slot(device: str) -> Iterator[Slot]:
-    """Hold the device's timing slot (on the CPU, with every build frozen or finished)."""
+def timing_slot(device: str, keep: tuple[Path, ...] = ()) -> Iterator[Slot]:
+    """Hold the device's timing slot (on the CPU, with every build frozen or finished, and every other
+    evaluation's timed children frozen: all of them share the timing CPUs). `keep`: the freezers of the children
+    this timing drives itself."""
     started = time.perf_counter()
     with _locked(f"timing-{device}.lock", fcntl.LOCK_EX):
         if device != "cpu":
             yield Slot(time.perf_counter() - started)
             return
-        with _locked(_COMPILES, fcntl.LOCK_EX), _builds_frozen() as frozen:
+        with _locked(_COMPILES, fcntl.LOCK_EX), _builds_frozen(keep) as frozen:
             _this_thread.timing = True
             try:
                 yield Slot(time.perf_counter() - started, frozen)
@@ -76,11 +85,12 @@ def timing_slot(device: str) -> Iterator[Slot]:
 
 
 @contextmanager
-def _builds_frozen() -> Iterator[int]:
+def _builds_frozen(keep: tuple[Path, ...] = ()) -> Iterator[int]:
     frozen: list[Path] = []
+    others = [f for f in build_freezers(TIMED_PREFIX) if f not in keep]
     with _locked(_MACHINE_LOCK, fcntl.LOCK_EX):
         try:
-            for folder in build_freezers():
+            for folder in build_freezers() + others:
                 try:
                     set_frozen(folder, True)
                     frozen.append(folder)

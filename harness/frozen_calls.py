@@ -1,0 +1,221 @@
+"""One side of a CPU timing driven through its memory: the parent writes each call's inputs into the child and
+reads its outputs back itself, while the child's whole process tree is frozen (runs in the parent).
+
+A batch goes: (frozen) the parent writes the batch's input sets into slots the child allocated once, starts its
+clock, thaws the child and sends `run` with slot numbers; the child calls forward on each and answers `done`
+with where the outputs lie; the parent stops its clock and freezes the child again. Then, with both sides frozen,
+it reads what it wants: 16 values at secret positions of every call's outputs on both sides, whole outputs of
+a random few and of any that differ, and those calls' input slots (mutation). The candidate's process never sees
+a call's inputs outside the timed interval, never runs harness code the parent trusts (a lie about where an
+output lies is read as a wrong output), never learns which calls are checked (every `run` is alike, and the
+parent chooses after the call), and cannot run while the reference is timed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness import remote_memory
+from harness.session import ChildSession
+from harness.tensors import UNSUPPORTED
+
+_SLOT_BYTES = 256 << 20  # most input memory the slots of one child may take
+
+
+class SideFailure(Exception):
+    """The child broke the protocol (a wrong reply, memory that cannot be read where it said)."""
+
+
+def slot_count(bytes_per_call: int, most: int = 64) -> int:
+    return max(1, min(most, _SLOT_BYTES // max(bytes_per_call, 1)))
+
+
+def _dtype(name: Any) -> Any:
+    import torch
+
+    value = getattr(torch, name, None) if isinstance(name, str) else None
+    return value if isinstance(value, torch.dtype) else None
+
+
+class TensorAt:
+    """A validated description of one output tensor in the child's memory (untrusted numbers, checked shapes)."""
+
+    def __init__(self, described: Any, max_bytes: int) -> None:
+        import torch
+
+        if not isinstance(described, list) or len(described) != 7:
+            raise ValueError(f"not a tensor ({str(described)[:60]})")
+        address, dtype, shape, stride, _storage, _storage_bytes, plain = described
+        self.dtype = _dtype(dtype)
+        if self.dtype is None or type(address) is not int or not plain:
+            raise ValueError("not a plain dense CPU tensor")
+        if not _ints(shape) or not _ints(stride) or len(shape) != len(stride):
+            raise ValueError("a malformed shape or stride")
+        self.address, self.shape, self.stride = address, shape, stride
+        self.itemsize = torch.empty((), dtype=self.dtype).element_size()
+        self.numel = 1
+        for size in shape:
+            self.numel *= size
+        extent = 1 + sum((size - 1) * step for size, step in zip(shape, stride)) if self.numel else 0
+        self.nbytes = extent * self.itemsize
+        if self.nbytes > max_bytes:
+            raise ValueError(f"{self.nbytes} bytes, far more than the reference's output")
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return self.address, self.address + self.nbytes
+
+    def offsets(self, positions: list[int]) -> list[int]:
+        """Element offsets of flat positions (modulo numel) through the strides."""
+        found = []
+        for position in positions:
+            rest, offset = position % self.numel, 0
+            for size, step in zip(reversed(self.shape), reversed(self.stride)):
+                rest, index = divmod(rest, size)
+                offset += index * step
+            found.append(offset)
+        return found
+
+    def probe(self, pid: int, positions: list[int]) -> list[float]:
+        import torch
+
+        if not self.numel:
+            return []
+        addresses = [self.address + o * self.itemsize for o in self.offsets(positions)]
+        values = torch.frombuffer(remote_memory.gather(pid, addresses, self.itemsize), dtype=self.dtype)
+        return (values.abs() if values.is_complex() else values).double().tolist()
+
+    def fetch(self, pid: int) -> Any:
+        import torch
+
+        if not self.numel:
+            return torch.empty(self.shape, dtype=self.dtype)
+        raw = torch.frombuffer(remote_memory.read(pid, self.address, self.nbytes), dtype=self.dtype)
+        return raw.as_strided(self.shape, self.stride).clone()
+
+
+def _ints(values: Any) -> bool:
+    return isinstance(values, list) and all(type(v) is int and v >= 0 for v in values)
+
+
+class FrozenSide:
+    """The parent's hands on one timed child (reference or candidate)."""
+
+    def __init__(self, session: ChildSession, reference: bool, max_output_bytes: int) -> None:
+        self.session, self.reference, self.max_output_bytes = session, reference, max_output_bytes
+        self.pid: int | None = None
+        self.slots: list[list[Any]] = []
+        self.owned: list[tuple[int, int]] = []
+        self.outputs: list[Any] = []  # the last batch's output descriptions, as the child sent them
+
+    def prepare(self, count: int) -> None:
+        reply = self.session.request({"cmd": "slots", "count": count})
+        if "failed" in reply:
+            from harness.timed_calls import ChildFailed
+
+            raise ChildFailed(reply, self.reference)
+        slots, owned = reply.get("slots"), reply.get("owned")
+        if not isinstance(slots, list) or len(slots) != count or not isinstance(owned, list):
+            raise SideFailure(f"unexpected reply to `slots`: {str(reply)[:200]}")
+        self.slots, self.owned = slots, [(a, a + n) for a, n in owned if type(a) is int and type(n) is int]
+        self.pid = self.session.memory_pid()
+        if self.pid is None:
+            raise SideFailure("the child's process could not be found to read its memory")
+        self.session.freeze()
+
+    def write(self, slot: int, inputs: list[Any]) -> None:
+        """Write one call's inputs into slot `slot` (the child is frozen)."""
+        import torch
+
+        for place, value in zip(self.slots[slot], inputs):
+            if not isinstance(value, torch.Tensor):
+                continue
+            data = value.contiguous().reshape(-1).view(torch.uint8).numpy()
+            if not isinstance(place, list) or len(place) != 2 or place[1] != data.nbytes:
+                raise SideFailure("an input slot does not match the input's size")
+            try:
+                remote_memory.write(self.pid, place[0], memoryview(data))
+            except remote_memory.RemoteMemoryError as exc:
+                raise SideFailure(str(exc)) from None
+
+    def batch(self, values: list[list[Any]]) -> tuple[int, dict[str, Any]]:
+        """(nanoseconds, reply) of one batch of calls on `values` (one input list per call): write them while
+        frozen, then clock, thaw, `run`, `done`, clock, freeze."""
+        if len(values) > len(self.slots):
+            raise SideFailure("more calls in a batch than input slots")
+        for slot, inputs in enumerate(values):
+            self.write(slot, inputs)
+        elapsed, reply = self.session.timed({"cmd": "run", "slots": list(range(len(values)))}, thaw=True)
+        self.session.freeze()
+        outputs = reply.get("outputs")
+        self.outputs = outputs if isinstance(outputs, list) and len(outputs) == len(values) else []
+        return elapsed, reply
+
+    def tensors(self, call: int) -> list[TensorAt | str]:
+        """The call's output tensors, or for each that is not readable, why."""
+        described = self.outputs[call] if call < len(self.outputs) else None
+        if not isinstance(described, list):
+            return ["no description of its outputs"]
+        found: list[TensorAt | str] = []
+        for item in described:
+            try:
+                found.append(TensorAt(item, self.max_output_bytes))
+            except ValueError as exc:
+                found.append(str(exc))
+        return found
+
+    def probe(self, calls: list[int], positions: list[list[int]]) -> list[Any]:
+        """Per call: per output tensor, the values at `positions`; anything unreadable reads as a mismatch."""
+        probed = []
+        for call, where in zip(calls, positions):
+            try:
+                probed.append([t.probe(self.pid, where) if isinstance(t, TensorAt) else t
+                               for t in self.tensors(call)])
+            except remote_memory.RemoteMemoryError as exc:
+                probed.append(str(exc))
+        return probed
+
+    def fetch(self, call: int) -> Any:
+        """The call's whole output, read from the frozen child (a marker the comparison rejects where unreadable)."""
+        tensors = self.tensors(call)
+        try:
+            values = [t.fetch(self.pid) if isinstance(t, TensorAt) else {UNSUPPORTED: t} for t in tensors]
+        except remote_memory.RemoteMemoryError as exc:
+            return {UNSUPPORTED: f"unreadable ({exc})"}
+        return values[0] if len(values) == 1 else values
+
+    def inputs_changed(self, slot: int, inputs: list[Any]) -> list[int]:
+        """Which of the inputs written into `slot` no longer hold what was written."""
+        import torch
+
+        changed = []
+        for index, (place, value) in enumerate(zip(self.slots[slot], inputs)):
+            if isinstance(value, torch.Tensor):
+                try:
+                    now = remote_memory.read(self.pid, place[0], place[1])
+                except remote_memory.RemoteMemoryError:
+                    now = b""
+                if bytes(now) != value.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes():
+                    changed.append(index)
+        return changed
+
+    def aliasing(self, calls: int) -> list[str]:
+        """Outputs of the last batch that share memory with an input slot, the model's parameters or another
+        call's output (a buffer reused from call to call: each call overwrites what the last returned)."""
+        spans: list[tuple[int, tuple[int, int]]] = []
+        for call in range(calls):
+            spans += [(call, t.span) for t in self.tensors(call) if isinstance(t, TensorAt) and t.nbytes]
+        inputs = [(p[0], p[0] + p[1]) for slot in self.slots for p in slot if isinstance(p, list) and len(p) == 2]
+        for call, span in spans:
+            if _overlaps(span, inputs):
+                return [f"[aliasing] timed call {call}: an output shares memory with the inputs"]
+            if _overlaps(span, self.owned):
+                return [f"[aliasing] timed call {call}: an output shares memory with the model's parameters"]
+            if _overlaps(span, [s for other, s in spans if other != call]):
+                return [f"[aliasing] timed call {call}: an output shares memory with another call's output (a "
+                        "buffer reused from call to call, which each call overwrites)"]
+        return []
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(span[0] < end and start < span[1] for start, end in spans)
