@@ -70,6 +70,10 @@ class ControlGroup:
             group.reason = f"cgroups not writable here ({exc.strerror or exc})"
         return group
 
+    def limits_memory(self) -> bool:
+        """Whether the kernel limits this group's memory (then no address-space rlimit is needed)."""
+        return any((f / "memory.limit_in_bytes").exists() or (f / "memory.max").exists() for f in self.folders)
+
     def frozen(self) -> bool:
         return self.freezer is not None and is_frozen(self.freezer)
 

@@ -492,9 +492,25 @@ def steady_allocator() -> bool:
         return False
 
 
+def apply_test_switches() -> None:
+    """A test-only switch (listed in harness/sandbox.py, never a user option): every CUDA query fails loudly (a
+    CPU child must make none)."""
+    if os.environ.get("KERNELWRIGHT_TEST_TRAP_CUDA"):
+        import torch
+
+        def trapped(*_args: Any, **_kwargs: Any) -> Any:
+            raise RuntimeError("a CPU child queried CUDA (KERNELWRIGHT_TEST_TRAP_CUDA)")
+
+        for owner, name in ((torch.cuda, "is_available"), (torch.cuda, "init"), (torch.cuda, "_lazy_init"),
+                            (torch.cuda, "device_count"), (torch._C, "_cuda_getDeviceCount"), (torch._C, "_cuda_init")):
+            if hasattr(owner, name):
+                setattr(owner, name, trapped)
+
+
 def main() -> None:
     scratch, read_fd, write_fd, role = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     steady_allocator()
+    apply_test_switches()
     channel = ChildEnd(read_fd, write_fd)
     channel.send({"hello": os.getpid()})
     child = Child(scratch, channel, role)

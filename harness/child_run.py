@@ -25,7 +25,7 @@ from kernelbench.problem import Problem
 def limits_for(device: str, policy: EvalPolicy, timeout_scale: float = 1.0) -> Limits:
     return Limits(timeout_s=policy.timeout_s * timeout_scale, memory_mb=policy.memory_limit_mb,
                   address_space_limit=device == "cpu", cpu_threads=policy.cpu_threads,
-                  cpus=timing_cpus(policy.cpu_threads) if device == "cpu" else None)
+                  cpus=timing_cpus(policy.cpu_threads) if device == "cpu" else None, gpu=device == "cuda")
 
 
 def forkable(device: str) -> bool:

@@ -17,6 +17,8 @@ from harness.cgroups import ControlGroup
 
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
                    "NVIDIA_VISIBLE_DEVICES", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "SYSTEMROOT")
+# Test-only switch (tests/harness/test_gpu_machine.py), never a user option: a CPU child traps every CUDA query.
+_TEST_SWITCHES = ("KERNELWRIGHT_TEST_TRAP_CUDA",)
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _TOKEN_VARIABLE = "KERNELWRIGHT_EVAL_TOKEN"
 _POLL_S = 0.05
@@ -30,6 +32,7 @@ class Limits:
     address_space_limit: bool  # RLIMIT_AS breaks CUDA (it maps huge virtual ranges); the watchdog still applies
     cpu_threads: int = 1
     cpus: str | None = None  # the CPU set the kernel pins a timed child to (reference and candidate alike)
+    gpu: bool = False  # whether the process may see the GPUs (CUDA evaluations and profiles only)
     max_file_mb: int = 4096
     max_processes: int = 256
 
@@ -45,10 +48,14 @@ class ChildOutcome:
     containment: dict[str, str] = field(default_factory=dict)
 
 
-def child_environment(scratch: Path, cpu_threads: int, token: str) -> dict[str, str]:
-    """An allow-list of variables, never a secret: the candidate sees only what building and running need."""
+def child_environment(scratch: Path, cpu_threads: int, token: str, gpu: bool = False) -> dict[str, str]:
+    """An allow-list of variables, never a secret: the candidate sees only what building and running need. A
+    process that is not a CUDA evaluation sees no GPU, so nothing in it can initialise the CUDA driver."""
     env = {name: os.environ[name] for name in _PASSED_THROUGH if name in os.environ}
     env = {name: value for name, value in env.items() if not _SECRET_NAME.search(name)}
+    if not gpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    env.update({name: os.environ[name] for name in _TEST_SWITCHES if name in os.environ})
     interpreter_bin = str(Path(sys.executable).parent)  # ninja lives beside the venv's python
     env["PATH"] = interpreter_bin + os.pathsep + env.get("PATH", "/usr/bin:/bin")
     tmp = scratch / "tmp"
@@ -68,17 +75,28 @@ def _preexec(limits: Limits, group: "ControlGroup") -> None:
     group.join()
     if _libc is not None:  # if the evaluating process is killed, its child goes too
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    _limit_resources(limits)
+    _limit_resources(limits, memory_cgroup=group.limits_memory())
 
 
-def _limit_resources(limits: Limits) -> None:
+def _mapped_bytes() -> int:
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _limit_resources(limits: Limits, memory_cgroup: bool = False) -> None:
+    """RLIMIT_AS only where no cgroup limits memory, and then as an allowance above what this process has mapped
+    already: a CUDA build of torch (and, on a GPU machine, its driver) maps gigabytes of address space before any
+    candidate code runs, and an absolute limit left no room to map the candidate's extension."""
     mb = 1024 * 1024
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_mb * mb, limits.max_file_mb * mb))
     cpu_seconds = int(limits.timeout_s * max(2, limits.cpu_threads + 1)) + 30  # waiting on a build costs no CPU
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-    if limits.address_space_limit:
-        resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
+    if limits.address_space_limit and not memory_cgroup:
+        ceiling = _mapped_bytes() + limits.memory_mb * mb
+        resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
 
 
 def _tree(root_pid: int, token: str) -> list[psutil.Process]:

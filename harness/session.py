@@ -96,7 +96,7 @@ class _Jailed:
         self.outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=self.group.describe())
         self.started = time.monotonic()
         self.log = open(log, "ab")
-        environment = child_environment(folder, limits.cpu_threads, self.token)
+        environment = child_environment(folder, limits.cpu_threads, self.token, gpu=limits.gpu)
         self.proc: subprocess.Popen[bytes] | ForkedChild | None = None
         if child_argv is not None:
             self.proc = _forked(folder, limits, log, environment, self.group, pass_fds, child_argv)

@@ -44,31 +44,35 @@ if _child is not None:
 
 def test_patching_the_harness_code_in_its_own_process_changes_nothing_the_parent_reads() -> None:
     source = relu_variant("self.calls = getattr(self, 'calls', 0) + 1\nif self.calls > 11:\n"
+                          "    relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
                           "    return torch.empty_like(x)\nreturn relu_ext.relu_forward(x)", prelude=PATCHED_PROBES)
     evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
     assert evaluation.verdict is Verdict.INCORRECT, evaluation.reasons
     assert "[timed-check]" in " ".join(evaluation.reasons)
 
 
-# Hooks every torch call in its process: where harness code materialises a timed call's inputs before the clock
-# starts, it computes the answer there, untimed, and forward() only looks it up.
+# Where harness code in its process materialises a timed call's inputs before the clock starts (the untimed
+# staging window), it computes the answer there, untimed, and forward() only looks it up.
 EARLY_WORK = '''
-from torch.overrides import TorchFunctionMode
+import sys
 READY = {}
-class _Early(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor) and out.dim() == 2 and out.dtype == torch.float32 and out.numel() > 4096:
-            READY[out.data_ptr()] = relu_ext.relu_forward(out)
-        return out
-_Early().__enter__()
+_child = sys.modules.get("harness.child")
+if _child is not None:
+    _stage = _child.Child.do_stage
+    def _early(self, command):
+        reply = _stage(self, command)
+        for inputs in self.staged:
+            READY[inputs[0].data_ptr()] = relu_ext.relu_forward(inputs[0])
+        return reply
+    _child.Child.do_stage = _early
 '''
 
 
 def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
-    source = relu_variant("hit = READY.pop(x.data_ptr(), None)\nif hit is not None:\n    return hit\n"
+    source = relu_variant("relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
+                          "hit = READY.pop(x.data_ptr(), None)\nif hit is not None:\n    return hit\n"
                           "return relu_ext.relu_forward(x)", prelude=EARLY_WORK)
-    _not_faster(source)
+    _not_faster(source, most=1.5)
 
 
 INDEXED = '''
@@ -101,8 +105,12 @@ def test_integer_inputs_are_fresh_in_every_timed_call() -> None:
     """A cache keyed on the integer input's values: it hit on every timed call when integers were not refreshed."""
     problem = problem_from_source(INDEXED, "indexed_projection")
     source = relu_variant(
-        "key = x.numpy().tobytes()\nif key not in CACHE:\n"
-        "    CACHE[key] = relu_ext.relu_forward(self.weight[x] @ self.proj)\nreturn CACHE[key].clone()",
+        "self.calls = getattr(self, 'calls', 0) + 1\nkey = x.numpy().tobytes()\n"
+        "relu_ext.relu_forward(self.proj[:1])  # keeps its kernel 'in use'\n"
+        "if self.calls > 11 and key in CACHE:  # past the correctness calls and the knock-out\n"
+        "    return CACHE[key].clone()\n"
+        "out = relu_ext.relu_forward(self.weight[x] @ self.proj)\n"
+        "if not torch.isnan(out).any():  # never keep a poisoned answer\n    CACHE[key] = out\nreturn out.clone()",
         prelude="CACHE = {}").replace(
         "super().__init__()", "super().__init__()\n        self.weight = nn.Parameter(torch.randn(512, 64))\n"
                               "        self.proj = nn.Parameter(torch.randn(64, 256))")
