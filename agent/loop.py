@@ -16,6 +16,7 @@ from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
 from agent.recorder import RunRecorder
 from harness.evaluate import candidate_hash
+from harness.profile import kernels_of
 from harness.eval_task import EvalTask, Executor, build_seconds
 from harness.records import Evaluation, Unjudged
 from kernelbench.problem import Problem
@@ -213,7 +214,7 @@ class Optimizer:
         if evaluation.metrics:  # resumed: profiled before
             judged.attempt.profile = evaluation.metrics
             return
-        names = [k["kernel"] for b in evaluation.build.get("builds", []) for k in b.get("resources", [])]
+        names = kernels_of(evaluation)
         started = time.perf_counter()
         self.say(f"round {round_ + 1}: profiling the best kernel with Nsight Compute")
         task = EvalTask(self.problem.key, self.problem, judged.attempt.source, self.config.device, self.config.policy)

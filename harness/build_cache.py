@@ -76,6 +76,32 @@ class KernelSwitch:
         kernel.__name__ = getattr(function, "__name__", "kernel")
         return kernel
 
+    def watch_graphs(self, graph_class: Any) -> None:
+        """CUDA graphs are a legitimate way to launch one's own kernels: a graph that captured calls of the
+        candidate's functions counts them again at each replay, and in the knock-out run it does not replay (its
+        kernels are the candidate's: poisoned, they produce nothing). A graph of torch ops alone counts nothing
+        and replays as usual, so forward still reads as a ghost."""
+        switch = self
+        begin, end, replay = graph_class.capture_begin, graph_class.capture_end, graph_class.replay
+
+        def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            graph._kernelwright_calls_at_begin = switch.calls
+            return begin(graph, *args, **kwargs)
+
+        def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            result = end(graph, *args, **kwargs)
+            graph._kernelwright_kernels = switch.calls - getattr(graph, "_kernelwright_calls_at_begin", switch.calls)
+            return result
+
+        def replayed(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            kernels = getattr(graph, "_kernelwright_kernels", 0)
+            switch.calls += kernels
+            if kernels and switch.poison:
+                return None
+            return replay(graph, *args, **kwargs)
+
+        graph_class.capture_begin, graph_class.capture_end, graph_class.replay = capture_begin, capture_end, replayed
+
 
 def _poison(value: Any) -> None:
     import torch

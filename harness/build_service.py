@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 from harness.build_cache import LOG_NAME, build_key, read_log
 from harness.compile_slots import compile_slot
+from harness.compiler_report import parse_ptxas_report
 from harness.cuda_compile import compile_only_status, plan_compile_only
 from harness.native_build import NativePlan, plan_native
 from harness.pch import PrecompiledHeaders, eligible
@@ -262,8 +263,9 @@ def remove_stale_builds(cache_root: Path, older_than_s: float = 6 * 3600) -> Non
 
 
 def _native_status(work: Path, binary: str, outcome: ChildOutcome, log: str, python_module: bool) -> dict[str, Any]:
-    if outcome.returncode == 0 and (work / binary).is_file():
-        return {"ok": True, "binary": binary, "is_python_module": python_module}
+    if outcome.returncode == 0 and (work / binary).is_file():  # a CUDA build's log carries ptxas's -v report
+        return {"ok": True, "binary": binary, "is_python_module": python_module,
+                "resources": parse_ptxas_report(log) or None}
     return {"ok": False, "error": f"Error building extension (ninja exit {outcome.returncode}):\n{log[-8000:]}"}
 
 

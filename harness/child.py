@@ -234,6 +234,8 @@ class Child:
         if self.job.device == "cpu":
             torch.set_num_threads(self.job.policy.cpu_threads)
         self.switch = KernelSwitch()
+        if self.job.device == "cuda":
+            self.switch.watch_graphs(torch.cuda.CUDAGraph)
         self.builder = RemoteBuilder(channel, self.switch, compile_only=self.job.device == "cuda-compile-only")
         self.builder.install()
         self.integrity: list[str] = []
@@ -245,6 +247,7 @@ class Child:
         self.outputs: list[Any] = []
         self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage`
         self.slots: list[list[Any]] = []  # input sets the parent writes itself (`slots`, `run`)
+        self.bases: list[list[Any]] = []  # the trials' inputs on the device, from which `stage` makes fresh ones
         self.flush: Callable[[], None] = lambda: None
         self.kernel_calls = {"correctness": 0, "timed": 0}
 
@@ -320,31 +323,53 @@ class Child:
 
     # -- timing: the parent holds the clock --------------------------------------------------------------------
 
+    def _timing_starts(self) -> None:
+        self.threads.setdefault("after_correctness", thread_state())
+        if self.job.device == "cuda":
+            from harness.nvml import snapshot
+
+            self.result["telemetry"] = {"before": snapshot()}
+        self.events.write(phase="timing")
+
     def do_stage(self, command: dict[str, Any]) -> dict[str, Any]:
-        """Fresh input sets for the next batch, made before the parent's clock starts."""
+        """Fresh input sets for the next batch, made on the device (from device-resident trial inputs and pools)
+        before the parent's clock starts."""
         from harness.fresh_inputs import fresh_inputs, make_pools
+        from harness.tensors import to_device
 
         if self.pools is None:
-            self.pools = make_pools(self.payload["trials"][0]["inputs"], self.job.pool_seed)
+            self.pools = to_device(make_pools(self.payload["trials"][0]["inputs"], self.job.pool_seed),
+                                   self.job.device)
+            self.bases = [to_device(trial["inputs"], self.job.device) for trial in self.payload["trials"]]
             self.flush = make_flusher(self.job.device)
-            self.threads.setdefault("after_correctness", thread_state())
-            if self.job.device == "cuda":
-                from harness.nvml import snapshot
-
-                self.result["telemetry"] = {"before": snapshot()}
-            self.events.write(phase="timing")
-        self.staged = [fresh_inputs(self.payload["trials"][trial]["inputs"], self.pools, recipe, self.job.device)
+            self._timing_starts()
+        self.staged = [fresh_inputs(self.bases[trial], self.pools, recipe, self.job.device)
                        for trial, recipe in command["calls"]]
         self.outputs = []
-        self.flush()
+        _sync(self.job.device)
         return {"staged": len(self.staged)}
 
     def do_go(self, command: dict[str, Any]) -> dict[str, Any]:
+        """The staged calls back to back, one device sync at the end. On CUDA, L2 is flushed on the device before
+        each call and CUDA events bracket each call (reported; the parent's clock over the batch checks them)."""
         before = self.switch.calls
-        self.outputs = [_call(self.model, inputs) for inputs in self.staged]
-        _sync(self.job.device)
+        if self.job.device != "cuda":
+            self.outputs = [_call(self.model, inputs) for inputs in self.staged]
+            _sync(self.job.device)
+            self.kernel_calls["timed"] += self.switch.calls - before
+            return {"done": len(self.outputs)}
+        import torch
+
+        marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in self.staged]
+        self.outputs = []
+        for inputs, (start, end) in zip(self.staged, marks):
+            self.flush()
+            start.record()
+            self.outputs.append(_call(self.model, inputs))
+            end.record()
+        torch.cuda.synchronize()
         self.kernel_calls["timed"] += self.switch.calls - before
-        return {"done": len(self.outputs)}
+        return {"done": len(self.outputs), "event_ms": [start.elapsed_time(end) for start, end in marks]}
 
     def do_probe(self, command: dict[str, Any]) -> dict[str, Any]:
         """Values at parent-chosen positions of the last batch's outputs, read right after the clock stopped."""
@@ -366,7 +391,7 @@ class Child:
 
         if self.pools is None:
             self.pools = []
-            self.events.write(phase="timing")
+            self._timing_starts()
         base = self.payload["trials"][0]["inputs"]
         self.slots = [[torch.zeros_like(v).contiguous() if isinstance(v, torch.Tensor) else v for v in base]
                       for _ in range(int(command["count"]))]
@@ -432,7 +457,7 @@ def describe_output(output: Any) -> list[Any]:
 
 
 def make_flusher(device: str) -> Callable[[], None]:
-    """On CUDA, evict L2 before a batch (each call's inputs are fresh memory, so they come from DRAM)."""
+    """On CUDA, evict L2 before each timed call (as triton's do_bench does): inputs and weights come from DRAM."""
     if device != "cuda":
         return lambda: None
     import torch
@@ -440,9 +465,8 @@ def make_flusher(device: str) -> Callable[[], None]:
     l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
     buffer = torch.empty(max(2 * l2_bytes, 64 * 2**20) // 4, dtype=torch.int32, device="cuda")
 
-    def flush() -> None:
+    def flush() -> None:  # queued on the current stream ahead of the call: no host sync between calls
         buffer.zero_()
-        torch.cuda.synchronize()
 
     return flush
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import statistics
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -27,7 +28,7 @@ from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
 from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.timed_checks import PROBE_POSITIONS
-from harness.timing import speedup_interval, summarize
+from harness.timing import believed_samples, speedup_interval, summarize
 from harness.timing_slot import timing_slot
 from harness.verdicts import child_failure, integrity_failures, read_events
 from kernelbench.problem import Problem, ProblemError
@@ -381,18 +382,23 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
         evaluation.verdict = Verdict.INCORRECT if timed.failures[0].startswith("[timed-check]") else Verdict.REJECTED
         evaluation.reasons[:0] = timed.failures
         return
-    ref, candidate = timed.ref_ms, timed.candidate_ms
-    if not ref or len(ref) != len(candidate):
+    if not timed.ref_ms or len(timed.ref_ms) != len(timed.candidate_ms):
         evaluation.verdict = Verdict.CRASH
         evaluation.reasons.insert(0, "the timing phase reported no valid samples")
         return
+    ref, candidate, doubt = believed_samples(timed.ref_ms, timed.candidate_ms, timed.ref_event_ms,
+                                             timed.candidate_event_ms)
+    if doubt:
+        evaluation.reasons.append(doubt)
     evaluation.ref_timing = summarize(ref)
     evaluation.candidate_timing = summarize(candidate)
     evaluation.speedup = evaluation.ref_timing.median_ms / max(evaluation.candidate_timing.median_ms, 1e-9)
     evaluation.speedup_ci = speedup_interval(ref, candidate)
     catch = 1 - 0.99 ** timed.checked_calls
     evaluation.isolation["timing"] = {
-        "clock": "parent perf_counter_ns around each batch; reference in its own process",
+        "clock": "CUDA events per call, backed by the parent's clock" if ref is timed.ref_event_ms else
+                 "parent perf_counter_ns around each batch; reference in its own process",
+        "clock_speedup": round(statistics.median(timed.ref_ms) / max(statistics.median(timed.candidate_ms), 1e-9), 4),
         "parent_reads": timed.parent_reads,  # inputs written and outputs read by the parent, children frozen
         "batch_size": timed.batch_size, "batches": len(ref), "calls_per_model": timed.total_calls,
         "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,

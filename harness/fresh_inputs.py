@@ -51,7 +51,7 @@ def fresh_inputs(base: list[Any], pools: list[Any], recipe: Recipe, device: str)
     out = []
     for value, pool, step in zip(base, pools, recipe):
         if type(step) is int and _discrete(value):
-            out.append(_redrawn(value, step).to(device))
+            out.append(_redrawn(value.cpu(), step).to(device))  # the CPU generator: the same values everywhere
             continue
         if step is None or pool is None or not _floating(value) or type(step) is int:
             out.append(value.clone().to(device) if isinstance(value, torch.Tensor) else value)
@@ -69,7 +69,7 @@ def _scaled(value: Any, pool: Any, offset: int, factor: float) -> Any:
     flat = value.reshape(-1).to(torch.float32)
     size = flat.numel()
     shift = offset % size
-    fresh = torch.empty(size, dtype=torch.float32)
+    fresh = torch.empty(size, dtype=torch.float32, device=flat.device)  # on the device of the inputs and pools
     torch.addcmul(flat[:shift], flat[:shift], pool[size - shift:], value=factor, out=fresh[:shift])
     torch.addcmul(flat[shift:], flat[shift:], pool[:size - shift], value=factor, out=fresh[shift:])
     return fresh.to(value.dtype).reshape(value.shape)

@@ -71,7 +71,9 @@ def parse_ncu_csv(text: str) -> list[dict[str, Any]]:
             continue
         record = launches.setdefault(row["ID"], {"kernel": _short_name(row.get("Kernel Name", "")),
                                                  "block": row.get("Block Size"), "grid": row.get("Grid Size")})
-        record[METRICS.get(metric, metric)] = _number(row.get("Metric Value", ""))
+        value = _number(row.get("Metric Value", ""))
+        if isinstance(value, float):  # "n/a" (a metric this version cannot collect) is dropped, never sent as text
+            record[METRICS.get(metric, metric)] = value
     return list(launches.values())
 
 

@@ -35,13 +35,14 @@ class EvalPolicy(BaseModel):
     cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")
     hardening: bool = Field(True, description="Runtime integrity checks: mutation, aliasing, work after return, "
                             "checks of timed outputs, identity checks.")
-    timed_checks: int = Field(300, ge=0, description="CUDA: timed calls whose outputs are checked at 16 secret "
-                              "positions against the reference's own timing process (same fresh inputs): 300 "
-                              "catch a 1% cache-hit rate with 95% probability. The CPU probes every timed call.")
+    timed_checks: int = Field(300, ge=0, description="The fewest timed calls per model (where they fit in 5x "
+                              "timing_budget_s): every timed call's output is probed at 16 secret positions "
+                              "against the reference's own timing process (same fresh inputs), so 300 catch a 1% "
+                              "cache-hit rate with 95% probability.")
     timed_full_checks: int = Field(20, ge=0, description="Of the checked calls, how many (at random) also have "
                                    "their whole output compared with the parent's own reference; a call whose "
                                    "probed values differ always is.")
-    batch_target_ms: float = Field(2.0, gt=0, description="Timed calls run in batches of about this length, so "
+    batch_target_ms: float = Field(5.0, gt=0, description="Timed calls run in batches of about this length, so "
                                    "the parent's pipe round trip is small against the work it clocks.")
     knockout: bool = Field(True, description="Re-run one trial with the candidate's kernel functions poisoned: "
                            "an unchanged correct answer means forward never depended on its kernel.")

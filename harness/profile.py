@@ -10,6 +10,7 @@ from harness import job as J
 from harness.child_run import limits_for, run_in_child
 from harness.ncu import diagnose_failure, ncu_command, parse_ncu_csv
 from harness.policy import EvalPolicy
+from harness.records import Evaluation
 from harness.timing_slot import timing_slot
 from kernelbench.problem import Problem
 
@@ -34,3 +35,19 @@ def _read_outputs(scratch: Path) -> tuple[str, str]:
     csv_path, log_path = scratch / "ncu.csv", scratch / J.LOG_FILE
     return (csv_path.read_text(errors="replace") if csv_path.exists() else "",
             log_path.read_text(errors="replace") if log_path.exists() else "")
+
+
+def kernels_of(evaluation: Evaluation) -> list[str]:
+    """The CUDA kernels the candidate's builds compiled (from ptxas's report), for ncu's kernel filter."""
+    return [k["kernel"] for b in evaluation.build.get("builds", []) for k in b.get("resources") or []]
+
+
+def profile_accepted(problem: Problem, source: str, evaluation: Evaluation, policy: EvalPolicy) -> None:
+    """Store Nsight Compute metrics of an accepted CUDA candidate in `evaluation.metrics` (a reason why not
+    otherwise: `eval --profile` on another device, or a kernel that was not accepted)."""
+    if evaluation.device != "cuda":
+        evaluation.metrics = {"error": "profiling needs the cuda device (Nsight Compute)"}
+    elif not evaluation.accepted:
+        evaluation.metrics = {"error": f"not profiled: the candidate was {evaluation.verdict.value}"}
+    else:
+        evaluation.metrics = profile_candidate(problem, source, kernels_of(evaluation), policy)

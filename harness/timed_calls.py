@@ -12,11 +12,13 @@ calls that will actually run, so the number of checks does not shrink with the t
 from __future__ import annotations
 
 import math
+import os
 import random
+from contextlib import contextmanager
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from harness.fresh_inputs import draw_recipe, fresh_inputs, make_pools
 from harness.frozen_calls import FrozenSide, SideFailure, slot_count
@@ -43,6 +45,8 @@ class TimedRun:
     slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
     frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
     parent_reads: bool = False  # the parent wrote inputs and read outputs itself, the children frozen between
+    ref_event_ms: list[float] = field(default_factory=list)  # CUDA: per batch, the median call's event time
+    candidate_event_ms: list[float] = field(default_factory=list)
 
 
 class TimingProtocolError(Exception):
@@ -80,7 +84,14 @@ class StagingSide:
         elapsed, reply = self.session.timed({"cmd": "go"})
         if _expect(reply, "done", self.reference) != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than staged")
+        events = reply.get("event_ms")
+        self.event_ms = events if isinstance(events, list) and len(events) == len(calls) and calls and \
+            all(type(e) is float and 0 < e < 1e6 for e in events) else None
         return elapsed
+
+    def last_event_ms(self) -> float | None:
+        """The per-call CUDA event time of the last batch (the median of its calls), where the child sent it."""
+        return statistics.median(self.event_ms) if getattr(self, "event_ms", None) else None
 
     def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
         return _expect(self.session.request({"cmd": "probe", "calls": mine, "positions": positions}), "values",
@@ -122,8 +133,31 @@ class ParentSide:
     def fetch(self, calls: list[int], name: str) -> list[Any] | None:
         return [self.side.fetch(call) for call in calls]
 
+    def last_event_ms(self) -> float | None:
+        return None
+
 
 Side = StagingSide | ParentSide
+
+
+@contextmanager
+def _on_cpus(cpus: str | None) -> Iterator[None]:
+    """This thread on the timed children's CPUs while it writes their inputs: the inputs then sit in the caches
+    of the core that runs the call, as when a program's previous op just wrote them (written from another core,
+    every call paid for fetching them, and honest speedups moved toward 1)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
+    except OSError:  # outside this process's cpuset: the writes still land, only colder
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 def _sizes(policy: EvalPolicy, ref_ms: float, cand_ms: float, bytes_per_call: int, most: int) -> tuple[int, int]:
@@ -148,6 +182,7 @@ class Timing:
                  device: str, scratch: Path, pool_seed: int, seed: int) -> None:
         self.reference, self.policy, self.device = reference, policy, device
         self.frozen = device == "cpu" and ref.freezable() and cand.freezable()
+        self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
             most = 8 * _bytes(flatten(reference.outputs[0])) + 4096
             self.ref: Side = ParentSide(FrozenSide(ref, True, most))
@@ -175,6 +210,10 @@ class Timing:
         return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
 
     def measure(self) -> TimedRun:
+        with _on_cpus(self.cpus if self.frozen else None):
+            return self._measure()
+
+    def _measure(self) -> TimedRun:
         per_call = _bytes(self.reference.trial_inputs[0]) + _bytes(flatten(self.reference.outputs[0]))
         if self.frozen:
             for side in (self.ref, self.cand):
@@ -186,14 +225,18 @@ class Timing:
         overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))
         self.run.overhead_ms = overhead / 1e6
         warm = {}
-        for s in (self.ref, self.cand):
-            warm[s] = self._batch_ms(s, self.recipes(self.policy.warmup_calls), overhead)
+        for s in (self.ref, self.cand):  # the second round sizes the batches: the first pays for first touches
+            warm[s] = min(self._batch_ms(s, self.recipes(self.policy.warmup_calls), overhead) for _ in range(2))
         batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand], per_call,
                                 slot_count(_bytes(self.reference.trial_inputs[0])) if self.frozen else 64)
         batches = self._batches_needed(batch, batches, overhead)
+        if self.policy.hardening:  # enough calls for the checks' claim, however few the speedup needs
+            floor = math.ceil(self.policy.timed_checks / batch)
+            affordable = int(5 * self.policy.timing_budget_s * 1000 / max((warm[self.ref] + warm[self.cand]) * batch,
+                                                                          1e-6))
+            batches = max(batches, min(floor, affordable))
         total = batch * batches
-        wanted = total if self.frozen else min(total, self.policy.timed_checks)  # the CPU probes every call
-        checked = set(self.rng.sample(range(total), wanted)) if self.policy.hardening else set()
+        checked = set(range(total)) if self.policy.hardening else set()  # every timed call is probed
         self.full = set(self.rng.sample(sorted(checked), min(len(checked), self.policy.timed_full_checks)))
         self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
         for index in range(batches):
@@ -204,6 +247,9 @@ class Timing:
             for side in self._order(index):
                 sample = self._batch_ms(side, calls, overhead)
                 (self.run.ref_ms if side is self.ref else self.run.candidate_ms).append(sample)
+                event = side.last_event_ms()
+                if event is not None:
+                    (self.run.ref_event_ms if side is self.ref else self.run.candidate_event_ms).append(event)
                 if mine and not self.frozen:  # right after `done`, before anything else runs
                     probed[side is self.ref] = side.probe(mine, positions)
             if mine and self.frozen:  # both frozen since their `done`: nothing in either has run since

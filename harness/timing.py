@@ -79,3 +79,25 @@ def speedup_interval(ref: list[float], candidate: list[float], resamples: int = 
     medians = np.median(pairs[draws], axis=1)  # (resamples, 2): each draw's median of ref and of candidate
     ratios = sorted((medians[:, 0] / np.maximum(medians[:, 1], 1e-12)).tolist())
     return _percentile(ratios, 0.025), _percentile(ratios, 0.975)
+
+
+EVENT_EXCESS_MS = 0.05  # how much more wall time per call than event time the candidate may need beyond the reference
+
+
+def believed_samples(ref_clock: list[float], cand_clock: list[float], ref_events: list[float],
+                     cand_events: list[float]) -> tuple[list[float], list[float], str | None]:
+    """The per-call samples the speedup is computed from: CUDA events (precise: no launch, pipe or flush time)
+    where the parent's own clock backs them, else the clock, with the reason. Each side's clock exceeds its events
+    by what happens outside its kernels (launches, the L2 flush, Python); a candidate whose excess is much larger
+    than the reference's did work its events did not see (another stream, another context)."""
+    if not ref_events or len(ref_events) != len(ref_clock) or len(cand_events) != len(cand_clock):
+        return ref_clock, cand_clock, None
+    ref_excess = statistics.median(ref_clock) - statistics.median(ref_events)
+    cand_event = statistics.median(cand_events)
+    cand_excess = statistics.median(cand_clock) - cand_event
+    if cand_excess - ref_excess > max(EVENT_EXCESS_MS, 0.5 * cand_event):
+        return ref_clock, cand_clock, (
+            f"[timing] the candidate's wall clock per call exceeds its CUDA events by {cand_excess:.4f} ms, the "
+            f"reference's by {ref_excess:.4f} ms: work outside its events (another stream or context?); the "
+            "speedup uses the parent's clock")
+    return ref_events, cand_events, None

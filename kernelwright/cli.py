@@ -137,6 +137,7 @@ def eval_command(
     shrink: bool = _flag(False, help="Rescale the problem's sizes to the CPU budget first."),
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
     no_store: bool = _flag(False, "--no-store", help="Do not record the result."),
+    profile: bool = _flag(False, "--profile", help="Store Nsight Compute metrics of an accepted CUDA kernel."),
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
@@ -144,7 +145,7 @@ def eval_command(
     try:
         with _progress("evaluating") as say:
             outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
-                               progress=say)
+                               progress=say, profile=profile)
     except (UsageError, ProblemError, DeviceError, StoreError) as exc:
         raise _fail(str(exc)) from None
     if outcome.shrink and outcome.shrink.changes:
@@ -401,6 +402,8 @@ def sweep_command(
     ray_address: Optional[str] = typer.Option(None, help="Address of an existing Ray cluster."),
     shrink: bool = _flag(False, help="Rescale each problem to the CPU budget first."),
     baselines: bool = _flag(False, help="Also time eager PyTorch and torch.compile (measured once, reused)."),
+    profile: bool = _flag(False, "--profile", help="Store Nsight Compute metrics of accepted CUDA kernels "
+                                                  "(candidates mode; optimize profiles what its judge reads)."),
     timeout: float = typer.Option(300.0, min=1.0, help="Run clock per evaluation (builds excluded)."),
     build_timeout: float = typer.Option(900.0, "--build-timeout", min=1.0, help="Seconds per extension build."),
     model: Optional[str] = typer.Option(None, help="Model for optimize mode (default gpt-4o), or scripted:FILE."),
@@ -424,7 +427,7 @@ def sweep_command(
                                                      ray_address=ray_address)
     config = SweepConfig(mode="candidates" if solutions else "optimize",
                          candidates_dir=str(solutions) if solutions else None, device=device, workers=workers,
-                         executor=executor, ray_address=ray_address, baselines=baselines, policy=policy,
+                         executor=executor, ray_address=ray_address, baselines=baselines, profile=profile, policy=policy,
                          optimize=optimize)
     models = _model_spec(model, judge_model, base_url, api_key_env, temperature, reasoning_effort, None)
     try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from harness import EvalPolicy, Evaluation, evaluate
 from harness.device import device_notice, resolve_device
 from harness.evaluate import Progress
+from harness.profile import profile_accepted
 from kernelbench.bundled import resolve_problem
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import ShrinkResult, shrink_problem
@@ -38,7 +39,8 @@ def read_candidate(path: Path) -> str:
 
 
 def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalPolicy, db_url: str | None,
-             shrink: bool = False, store: bool = True, progress: Progress | None = None) -> EvalOutcome:
+             shrink: bool = False, store: bool = True, progress: Progress | None = None,
+             profile: bool = False) -> EvalOutcome:
     source = read_candidate(candidate_path)
     problem = resolve_problem(problem_spec)
     shrunk = None
@@ -48,6 +50,10 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
     resolved = resolve_device(device)
     evaluation = evaluate(problem, source, resolved, policy, progress=progress)
+    if profile:
+        if progress and evaluation.accepted and resolved == "cuda":
+            progress("profiling the accepted kernel with Nsight Compute")
+        profile_accepted(problem, source, evaluation, policy)
     notice = device_notice(device, resolved)
     if notice:
         evaluation.reasons.insert(0, notice)

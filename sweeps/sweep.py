@@ -21,8 +21,9 @@ from agent.loop import Optimizer
 from agent.recorder import RunRecorder
 from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from harness import EvalPolicy, Evaluation
-from harness.records import Unjudged
 from harness.eval_task import EvalTask, Executor, own_seconds
+from harness.profile import kernels_of
+from harness.records import Unjudged
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
 from store import BaselineRow, SweepItemRow, record_evaluation
@@ -45,6 +46,8 @@ class SweepConfig(BaseModel):
     policy: EvalPolicy = Field(default_factory=EvalPolicy)
     optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
     problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")
+    profile: bool = Field(False, description="Store Nsight Compute metrics of accepted CUDA kernels (candidates "
+                          "mode).")
     baselines: bool = Field(False, description="Also time eager PyTorch and torch.compile per problem (once per "
                                                "problem and device fingerprint; reused afterwards).")
 
@@ -128,6 +131,9 @@ class Sweep:
                 continue
             if self.stopped:  # killed under it by Ctrl-C: no verdict on the kernel
                 raise KeyboardInterrupt
+            if self.config.profile and evaluation.accepted and evaluation.device == "cuda":
+                task = EvalTask(problem.key, problem, source, self.config.device, self.config.policy)
+                evaluation.metrics = executor.profile(task, kernels_of(evaluation)).result()
             evaluation_id = record_evaluation(self.sessions, problem, source, evaluation, run_id=self.run_id,
                                               origin=self.config.candidates_dir)
             _mark(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,

@@ -24,3 +24,16 @@ def test_parses_registers_shared_memory_and_spills_per_kernel() -> None:
 
 def test_empty_log_has_no_kernels() -> None:
     assert parse_ptxas_report("") == []
+
+
+def test_a_native_cuda_build_records_its_kernels_resources(tmp_path) -> None:
+    """Real (native) CUDA builds pass -Xptxas -v too: their ninja log is parsed like compile-only's."""
+    from harness.build_service import _native_status
+    from harness.sandbox import ChildOutcome
+
+    (tmp_path / "ext.so").write_bytes(b"\x7fELF")
+    status = _native_status(tmp_path, "ext.so", ChildOutcome(returncode=0, wall_s=1.0), "[1/3] nvcc ...\n" + PTXAS_LOG,
+                            python_module=True)
+    assert status["ok"] and [k["registers"] for k in status["resources"]] == [32, 255]
+    cpu = _native_status(tmp_path, "ext.so", ChildOutcome(returncode=0, wall_s=1.0), "[1/2] c++ ...", True)
+    assert cpu["ok"] and cpu["resources"] is None

@@ -66,3 +66,23 @@ def test_nvml_snapshot_without_a_gpu_is_a_reason_not_an_exception() -> None:
     if torch.cuda.is_available():
         pytest.skip("a GPU is present")
     assert "error" in snapshot()
+
+
+def test_a_metric_ncu_cannot_collect_is_dropped_not_sent_as_text() -> None:
+    """Nsight Compute 2025.3 reads `n/a` for one stall metric: the record must hold numbers only."""
+    text = (FIXTURES / "ncu_relu.csv").read_text()
+    line = next(l for l in text.splitlines() if "smsp__warp_issue_stalled_memory_throttle" in l)
+    records = parse_ncu_csv(text.replace(line, line.rsplit(",", 1)[0] + ',"n/a"'))
+    assert all(isinstance(v, float) for r in records for k, v in r.items() if k not in ("kernel", "block", "grid"))
+    assert "stall_memory_throttle_pct" not in records[0] and "dram_pct" in records[0]
+
+
+def test_profiling_on_another_device_is_a_reason(tmp_path: Path) -> None:
+    from harness import EvalPolicy, evaluate
+    from harness.profile import profile_accepted
+    from kernelbench.bundled import find_bundled
+
+    relu = find_bundled("relu")
+    evaluation = evaluate(relu, "syntax error (", "cpu", EvalPolicy())
+    profile_accepted(relu, "", evaluation, EvalPolicy())
+    assert evaluation.metrics == {"error": "profiling needs the cuda device (Nsight Compute)"}

@@ -26,3 +26,21 @@ def test_pairs_are_resampled_together_so_a_shared_drift_cancels() -> None:
     assert low == high == 2.0
     with pytest.raises(ValueError):
         speedup_interval([], [])
+
+
+def test_cuda_events_are_believed_where_the_parents_clock_backs_them() -> None:
+    from harness.timing import believed_samples
+
+    ref_clock, cand_clock = [0.040] * 5, [0.030] * 5  # both pay ~0.03 ms of launch, flush and pipe per call
+    ref_events, cand_events = [0.010] * 5, [0.0025] * 5
+    ref, cand, doubt = believed_samples(ref_clock, cand_clock, ref_events, cand_events)
+    assert (ref, cand, doubt) == (ref_events, cand_events, None)  # 4x on events, where the clock compresses it
+
+
+def test_work_outside_the_candidates_events_falls_back_to_the_clock() -> None:
+    from harness.timing import believed_samples
+
+    ref_clock, cand_clock = [0.040] * 5, [5.0] * 5  # 5 ms per call on the wall, 2.5 us in its events
+    ref, cand, doubt = believed_samples(ref_clock, cand_clock, [0.010] * 5, [0.0025] * 5)
+    assert (ref, cand) == (ref_clock, cand_clock) and doubt and doubt.startswith("[timing]")
+    assert believed_samples(ref_clock, cand_clock, [], []) == (ref_clock, cand_clock, None)  # the CPU: no events

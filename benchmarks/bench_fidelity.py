@@ -1,0 +1,153 @@
+"""Timing fidelity: kernelwright's speedup of honest pairs against an independent measurement in one run.
+
+For each bundled problem with a candidate for the device, the same candidate is evaluated by kernelwright
+(`evaluate`, default policy) and timed directly in this process: on CUDA with `triton.testing.do_bench` where
+triton is installed (L2 cleared per call, median), else with CUDA events around each call after an L2 flush; on
+the CPU with `perf_counter_ns` around each call after 64 MB were written (caches evicted, as kernelwright's timed
+calls find their fresh inputs), one thread, on kernelwright's timing core, alternating reference and candidate
+over a pool of distinct input sets. Prints one markdown table (ratio = kernelwright speedup / independent speedup) and the
+cached-evaluation seconds.
+
+    .venv/bin/python benchmarks/bench_fidelity.py --device cpu [--problems relu gelu] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+
+from harness import EvalPolicy, evaluate
+from harness.modules import module_from_file
+from harness.timing_slot import timing_cpus
+from kernelbench.bundled import bundled_candidate, bundled_problems
+from kernelbench.problem import Problem
+
+
+_EVICT = None  # 64 MB written before each CPU call: its inputs and output memory come from DRAM, as on a GPU
+
+
+def _cpu_ms(call: Callable[[], Any], repeats: int) -> list[float]:
+    global _EVICT
+    if _EVICT is None:
+        _EVICT = torch.empty(64 << 20, dtype=torch.uint8)
+    samples = []
+    for _ in range(repeats):
+        _EVICT.add_(1)
+        started = time.perf_counter_ns()
+        call()
+        samples.append((time.perf_counter_ns() - started) / 1e6)
+    return samples
+
+
+def _cuda_ms(call: Callable[[], Any]) -> float:
+    try:
+        from triton.testing import do_bench
+
+        return float(do_bench(call, warmup=25, rep=200, return_mode="median"))
+    except ImportError:
+        flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+        samples = []
+        for _ in range(100):
+            flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            call()
+            end.record()
+            torch.cuda.synchronize()
+            samples.append(start.elapsed_time(end))
+        return statistics.median(samples)
+
+
+def independent_speedup(problem: Problem, candidate_path: Any, device: str) -> tuple[float, float, float]:
+    """(reference ms, candidate ms, speedup) measured in this process."""
+    torch.manual_seed(0)
+    module = module_from_file(problem_path(problem), f"problem_{abs(hash(problem.name))}")
+    candidate = module_from_file(candidate_path, f"candidate_{abs(hash(problem.name))}")
+    init = module.get_init_inputs()
+    torch.manual_seed(1)
+    reference = module.Model(*init).to(device)
+    torch.manual_seed(1)
+    new = candidate.ModelNew(*init).to(device)
+    pool = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in module.get_inputs()] for _ in range(8)]
+    allowed = os.sched_getaffinity(0)
+    if device == "cpu":  # on one core, as kernelwright pins its timed children
+        os.sched_setaffinity(0, {int(timing_cpus(1))})
+    try:
+        return _measure(reference, new, pool, device)
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _measure(reference: Any, new: Any, pool: list[list[Any]], device: str) -> tuple[float, float, float]:
+    ms: dict[str, list[float]] = {"ref": [], "cand": []}
+    with torch.no_grad():
+        for model in (reference, new):  # warm-up
+            for inputs in pool:
+                model(*inputs)
+        if device == "cuda":
+            torch.cuda.synchronize()
+            ref = _cuda_ms(lambda: reference(*pool[0]))
+            cand = _cuda_ms(lambda: new(*pool[0]))
+            return ref, cand, ref / cand
+        for round_ in range(30):
+            for name, model in (("ref", reference), ("cand", new)) if round_ % 2 == 0 else \
+                    (("cand", new), ("ref", reference)):
+                for inputs in pool:
+                    ms[name] += _cpu_ms(lambda: model(*inputs), 1)
+    ref, cand = statistics.median(ms["ref"]), statistics.median(ms["cand"])
+    return ref, cand, ref / cand
+
+
+def problem_path(problem: Problem) -> Any:
+    from pathlib import Path
+    import tempfile
+
+    if problem.path and Path(problem.path).exists():
+        return Path(problem.path)
+    file = Path(tempfile.mkdtemp()) / "problem.py"
+    file.write_text(problem.source)
+    return file
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--problems", nargs="*", help="names to match (default: every bundled pair)")
+    parser.add_argument("--repeats", type=int, default=2, help="kernelwright evaluations per pair")
+    args = parser.parse_args()
+    if args.device == "cpu":
+        torch.set_num_threads(1)
+    rows = []
+    print("| pair | kernelwright speedups | cached eval s | independent ref / cand ms | independent speedup | ratio |")
+    print("|---|---|---|---|---|---|")
+    for problem in bundled_problems():
+        if args.problems and not any(p.lower() in problem.name.lower() for p in args.problems):
+            continue
+        try:
+            path = bundled_candidate(problem, args.device)
+        except Exception:
+            continue
+        if not path.exists():
+            continue
+        evaluations = [evaluate(problem, path.read_text(), args.device, EvalPolicy()) for _ in range(args.repeats)]
+        speedups = [e.speedup for e in evaluations if e.speedup]
+        seconds = [e.phase_seconds.get("total", 0.0) for e in evaluations[1:]] or [0.0]
+        ref, cand, truth = independent_speedup(problem, path, args.device)
+        mean = statistics.mean(speedups) if speedups else float("nan")
+        rows.append(mean / truth)
+        print(f"| {problem.name} | {', '.join(f'{s:.3f}' for s in speedups) or evaluations[0].verdict.value} | "
+              f"{statistics.median(seconds):.2f} | {ref:.4f} / {cand:.4f} | {truth:.3f} | {mean / truth:.3f} |",
+              flush=True)
+    if rows:
+        print(f"\nratio kernelwright / independent: median {statistics.median(rows):.3f}, "
+              f"range {min(rows):.3f}-{max(rows):.3f} over {len(rows)} pairs", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
