@@ -10,15 +10,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-gpu bench bench-hardening bench-sweep clean
+.PHONY: setup demo test test-gpu gpu-check bench bench-fidelity bench-hardening bench-sweep clean
 
 setup: $(STAMP)
 
+# TORCH_SPEC=skip: the interpreter's own packages (torch included) are used as they are, with no download when
+# they already satisfy the project (a GPU machine without internet)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(if $(filter skip,$(TORCH_SPEC)),--system-site-packages,) $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(if $(filter skip,$(TORCH_SPEC)),,$(BIN)/python -m pip install -q --upgrade pip)
 	$(if $(filter skip,$(TORCH_SPEC)),,$(BIN)/python -m pip install -q $(TORCH_SPEC))
-	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install -q $(if $(filter skip,$(TORCH_SPEC)),--no-build-isolation,) -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 # offline: the scripted model (agent/scripts/demo_max_reduction.json) plays coder and judge on the CPU device
@@ -32,10 +34,19 @@ test: setup
 test-gpu: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m gpu $(PYTEST_ARGS)
 
+# on a GPU machine: the GPU tests, kernelwright vs do_bench on every bundled CUDA pair (own size and large), the
+# cached-evaluation seconds and a scripted optimize round trip, in one report (runs/gpu-check.md)
+gpu-check: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
+
 # builds and evaluations (bench_eval), then sweep throughput with 1 vs 2 workers (bench_sweep), in one run
 bench: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_eval.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_sweep.py
+
+# kernelwright's CPU speedups of the bundled pairs against a direct measurement in one process
+bench-fidelity: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_fidelity.py --device cpu
 
 bench-hardening: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_hardening.py

@@ -13,6 +13,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path("/sys/fs/cgroup")
 
@@ -50,8 +51,7 @@ class ControlGroup:
                     group.freezer.mkdir()
                     group.folders.append(group.freezer)
                 if cpus and (ROOT / "cpuset" / "cgroup.procs").exists():
-                    group.folders.append(_cpuset(ROOT / "cpuset", name, cpus))
-                    group.cpus = cpus
+                    group._pin(lambda: _cpuset(ROOT / "cpuset", name, cpus), cpus)
             elif (ROOT / "cgroup.controllers").exists():
                 folder = ROOT / name
                 folder.mkdir()
@@ -60,8 +60,7 @@ class ControlGroup:
                 (folder / "memory.max").write_text(str(memory_mb << 20))
                 group.freezer = folder if (freezable or cpus) and (folder / "cgroup.freeze").exists() else None
                 if cpus and (folder / "cpuset.cpus").exists():
-                    (folder / "cpuset.cpus").write_text(cpus)
-                    group.cpus = cpus
+                    group._pin(lambda: (folder / "cpuset.cpus").write_text(cpus) and None, cpus)
             else:
                 group.reason = "no cgroup hierarchy found"
         except OSError as exc:
@@ -69,6 +68,18 @@ class ControlGroup:
             group.folders, group.freezer = [], None
             group.reason = f"cgroups not writable here ({exc.strerror or exc})"
         return group
+
+    def _pin(self, make: Callable[[], Path | None], cpus: str) -> None:
+        """The cpuset is worth having, not worth losing the other limits over: where it cannot be written the
+        group goes on unpinned (`describe()` says so) and the timing still freezes the other side."""
+        try:
+            folder = make()
+        except OSError as exc:
+            self.reason = f"cpuset not writable here ({exc.strerror or exc})"
+            return
+        if folder is not None:
+            self.folders.append(folder)
+        self.cpus = cpus
 
     def limits_memory(self) -> bool:
         """Whether the kernel limits this group's memory (then no address-space rlimit is needed)."""
@@ -98,7 +109,8 @@ class ControlGroup:
     def describe(self) -> dict[str, str]:
         if self.folders:
             return {"cgroup": ", ".join(str(f) for f in self.folders),
-                    **({"cpuset": self.cpus} if self.cpus else {})}
+                    **({"cpuset": self.cpus} if self.cpus else {"cpuset": f"none: {self.reason}"} if self.reason
+                       else {})}
         return {"cgroup": f"none: {self.reason}; process count not limited, rlimits and watchdog only"}
 
     def join(self) -> None:
@@ -159,8 +171,12 @@ def _cpuset(hierarchy: Path, name: str, cpus: str) -> Path:
     """A cgroup v1 cpuset: its memory nodes copied from the root (a cpuset without them takes no task)."""
     folder = hierarchy / name
     folder.mkdir()
-    (folder / "cpuset.mems").write_text((hierarchy / "cpuset.mems").read_text().strip())
-    (folder / "cpuset.cpus").write_text(cpus)
+    try:
+        (folder / "cpuset.mems").write_text((hierarchy / "cpuset.mems").read_text().strip())
+        (folder / "cpuset.cpus").write_text(cpus)
+    except OSError:
+        folder.rmdir()
+        raise
     return folder
 
 

@@ -245,7 +245,8 @@ class Child:
         self.payload: dict[str, Any] = {}
         self.staged: list[list[Any]] = []
         self.outputs: list[Any] = []
-        self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage`
+        self.timing_started = False
+        self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage` (CUDA)
         self.slots: list[list[Any]] = []  # input sets the parent writes itself (`slots`, `run`)
         self.bases: list[list[Any]] = []  # the trials' inputs on the device, from which `stage` makes fresh ones
         self.flush: Callable[[], None] = lambda: None
@@ -324,6 +325,10 @@ class Child:
     # -- timing: the parent holds the clock --------------------------------------------------------------------
 
     def _timing_starts(self) -> None:
+        """Once, at the first timing command: the threads and telemetry before timing, the phase marker."""
+        if self.timing_started:
+            return
+        self.timing_started = True
         self.threads.setdefault("after_correctness", thread_state())
         if self.job.device == "cuda":
             from harness.nvml import snapshot
@@ -337,12 +342,12 @@ class Child:
         from harness.fresh_inputs import fresh_inputs, make_pools
         from harness.tensors import to_device
 
+        self._timing_starts()
         if self.pools is None:
             self.pools = to_device(make_pools(self.payload["trials"][0]["inputs"], self.job.pool_seed),
                                    self.job.device)
             self.bases = [to_device(trial["inputs"], self.job.device) for trial in self.payload["trials"]]
             self.flush = make_flusher(self.job.device)
-            self._timing_starts()
         self.staged = [fresh_inputs(self.bases[trial], self.pools, recipe, self.job.device)
                        for trial, recipe in command["calls"]]
         self.outputs = []
@@ -389,9 +394,7 @@ class Child:
         the rest), and the memory of the model's parameters, which no output may share."""
         import torch
 
-        if self.pools is None:
-            self.pools = []
-            self._timing_starts()
+        self._timing_starts()
         base = self.payload["trials"][0]["inputs"]
         self.slots = [[torch.zeros_like(v).contiguous() if isinstance(v, torch.Tensor) else v for v in base]
                       for _ in range(int(command["count"]))]

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 from harness import job as J
 from harness.canaries import passing_canaries
+from harness.cgroups import builds_freezable
 from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
@@ -152,7 +153,9 @@ class _Run:
 
 def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
                   say: Progress) -> None:
-    job = J.ChildJob(mode="evaluate", device=device, policy=policy)
+    staged = device != "cpu" or not builds_freezable()  # else the parent writes every timed input itself
+    job = J.ChildJob(mode="evaluate", device=device, policy=policy,
+                     pool_seed=secrets.randbits(31) if staged else None)
     builds = build_service(device, policy)
     run = _Run()
     with scratch_folder(problem, source, job) as scratch, ExitStack() as stack:
@@ -240,7 +243,10 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
                job: J.ChildJob, scratch: Path) -> TimedRun:
     """The reference's child loads before the device's timing slot is taken: the slot only covers measuring."""
     ref.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
-    timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31))
+    try:
+        timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31))
+    except TimingProtocolError as exc:
+        raise ProblemError(f"timing cannot run here: {exc}") from None
     try:
         if "failed" in ref.request({"cmd": "load"}):
             raise ProblemError("the reference failed to load in its timing process")

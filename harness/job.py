@@ -39,7 +39,9 @@ class ChildJob(BaseModel):
     device: str  # "cpu", "cuda" or "cuda-compile-only"
     policy: EvalPolicy = Field(default_factory=EvalPolicy)
     init_seed: int = Field(default_factory=_seed)
-    pool_seed: int = Field(default_factory=_seed)  # the fresh-input pools of timed calls (harness/fresh_inputs.py)
+    # the fresh-input pools of timed calls where the child stages them (CUDA, or a CPU without a cgroup freezer);
+    # None where the parent writes every input itself: nothing in the child can derive the next call's values
+    pool_seed: int | None = None
 
     @property
     def hardening(self) -> bool:

@@ -1,12 +1,14 @@
 """Timing driven and clocked by the parent (runs in the parent).
 
 The reference is timed in its own child that never loads candidate code, the candidate in its child, in
-alternating batches. For each batch the parent has the child stage fresh inputs (untimed), then sends `go` and
-reads `done` on its own `perf_counter_ns`: nothing in either child can touch that clock, and a batch only ends
-when the child has synchronized the device. Checked calls are probed right after their batch and a few compared
-in full (`harness/timed_checks.py`). With `timing_precision`, a discarded pilot predicts how many batches a precise
-speedup needs, so a steady kernel is not timed for the whole budget; the checked calls are then drawn from the
-calls that will actually run, so the number of checks does not shrink with the timing.
+alternating batches, each on the parent's own `perf_counter_ns`: nothing in either child can touch that clock, and
+a batch only ends when the child has synchronized the device. On the CPU the parent writes every call's inputs into
+the frozen child and reads its outputs itself (`ParentSide`, harness/frozen_calls.py); on CUDA the child stages
+fresh inputs on the device from the parent's recipes, times each call with CUDA events after an L2 flush, and is
+probed by request (`StagingSide`). Every timed call is probed and a few are compared in full
+(`harness/timed_checks.py`). With `timing_precision`, a discarded pilot predicts how many batches a precise speedup
+needs, so a steady kernel is not timed for the whole budget; at least `timed_checks` calls still run (where they fit
+in 5x the budget), so the detection probability does not shrink with the timing or with large problems.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from __future__ import annotations
 import math
 import os
 import random
-from contextlib import contextmanager
 import statistics
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -179,7 +181,7 @@ class Timing:
     on CUDA the children stage and probe (see StagingSide)."""
 
     def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
-                 device: str, scratch: Path, pool_seed: int, seed: int) -> None:
+                 device: str, scratch: Path, pool_seed: int | None, seed: int) -> None:
         self.reference, self.policy, self.device = reference, policy, device
         self.frozen = device == "cpu" and ref.freezable() and cand.freezable()
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
@@ -190,7 +192,11 @@ class Timing:
         else:
             self.ref, self.cand = StagingSide(ref, True, scratch), StagingSide(cand, False, scratch)
         self.rng = random.Random(seed)
+        self.timed_trials = [t for t, name in enumerate(reference.distributions) if name == "default"] or \
+            list(range(len(reference.trial_inputs)))
         # on the CPU the pools never leave the parent: nothing in either child can derive the next call's values
+        if not self.frozen and pool_seed is None:
+            raise TimingProtocolError("the children cannot be frozen here, and their job carries no pool seed")
         self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if self.frozen else pool_seed)
         self.tolerances = trial_tolerances(reference, policy)
         self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
@@ -198,9 +204,12 @@ class Timing:
         self.values: list[list[Any]] | None = None  # the current batch's inputs (CPU), written to both children
 
     def recipes(self, count: int) -> list[Any]:
-        trials = len(self.reference.trial_inputs)
+        """Fresh calls on the problem's own input distribution: the trials that reshape it (spiky, heavy-tailed,
+        large) are for correctness; timed on them, a kernel with value-dependent paths (erf, exp) ran 15-25%
+        slower than on the inputs its users send."""
+        trials = self.timed_trials
         calls = [[t, draw_recipe(self.rng, self.reference.trial_inputs[t])]
-                 for t in (self.rng.randrange(trials) for _ in range(count))]
+                 for t in (trials[self.rng.randrange(len(trials))] for _ in range(count))]
         self.values = [fresh_inputs(self.reference.trial_inputs[t], self.pools, recipe, "cpu")
                        for t, recipe in calls] if self.frozen else None
         return calls

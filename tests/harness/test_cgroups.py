@@ -24,3 +24,57 @@ def test_abandoned_empty_groups_are_reaped_and_groups_in_use_are_kept() -> None:
         sleeper.kill()
         sleeper.wait()
         busy.remove()
+
+
+def test_a_timed_group_is_pinned_and_freezable_and_keeps_its_limits_without_a_cpuset(monkeypatch) -> None:
+    from harness.cgroups import ControlGroup
+    import harness.cgroups as cgroups
+
+    group = ControlGroup.create("pintest" + uuid.uuid4().hex, 64, 8, cpus="0")
+    try:
+        if not group.folders:
+            pytest.skip(f"no cgroups here: {group.reason}")
+        assert group.freezer is not None and group.limits_memory()
+        assert group.cpus == "0" or group.describe()["cpuset"].startswith("none")
+    finally:
+        group.remove()
+
+    def refused(*_args):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cgroups, "_cpuset", refused)
+    unpinned = ControlGroup.create("pintest" + uuid.uuid4().hex, 64, 8, cpus="0")
+    try:
+        assert unpinned.limits_memory() and unpinned.freezer is not None and unpinned.cpus is None
+        assert unpinned.describe()["cpuset"].startswith("none: cpuset not writable")
+    finally:
+        unpinned.remove()
+
+
+def test_a_frozen_timed_group_makes_no_progress_until_thawed() -> None:
+    """What the timing relies on: while one side is timed, the other side's whole tree is stopped."""
+    import sys
+    import time
+
+    import psutil
+
+    group = ControlGroup.create("freezetest" + uuid.uuid4().hex, 256, 8, cpus="0")
+    if group.freezer is None:
+        group.remove()
+        pytest.skip(f"no cgroup freezer here: {group.reason}")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=group.join)
+    try:
+        time.sleep(0.3)
+        group.freeze()
+        frozen_at = psutil.Process(spinner.pid).cpu_times().user
+        time.sleep(0.3)
+        assert psutil.Process(spinner.pid).cpu_times().user == frozen_at
+        group.thaw()
+        time.sleep(0.3)
+        assert psutil.Process(spinner.pid).cpu_times().user > frozen_at + 0.1
+        if group.cpus:
+            assert psutil.Process(spinner.pid).cpu_affinity() == [0]
+    finally:
+        group.kill_all()
+        spinner.wait()
+        group.remove()

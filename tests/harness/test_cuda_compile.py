@@ -67,6 +67,18 @@ def test_cuda_compile_error_carries_the_nvcc_message() -> None:
     assert "undefined_symbol" in evaluation.reasons[0]
 
 
+def torch_std(folder: Path) -> str:
+    """The C++ standard this torch's own build.ninja asks for (torch 2.13: c++20; 2.11: c++17)."""
+    import re
+
+    from harness.native_build import torch_ninja
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "probe.cpp").write_text("int probe() { return 0; }\n")
+    return re.search(r"-std=c\+\+\d+", torch_ninja(folder, "probe", [str(folder / "probe.cpp")], {}, None,
+                                                    with_cuda=False)).group(0)
+
+
 def test_cpu_only_candidate_on_compile_only_device_is_rejected() -> None:
     evaluation = evaluate(RELU, RELU_CANDIDATE.read_text(), "cuda-compile-only", EvalPolicy())
     assert evaluation.verdict is Verdict.REJECTED and "no CUDA sources" in evaluation.reasons[0]
@@ -78,7 +90,7 @@ def test_compile_only_uses_torch_flags_for_both_compilers(tmp_path: Path) -> Non
     plan = plan_compile_only(tmp_path, "inline", "ext", arguments, "sm_90", pch_folder=None)
     script = (tmp_path / "build" / SCRIPT).read_text()
     host, device = (line for line in script.splitlines() if "-fsyntax-only" in line or "-cubin" in line)
-    assert "-std=c++20" in host and "-DHOST_ONLY_FLAG" in host and "-DTORCH_EXTENSION_NAME=ext" in host  # as torch
+    assert torch_std(tmp_path) in host and "-DHOST_ONLY_FLAG" in host and "-DTORCH_EXTENSION_NAME=ext" in host  # as torch
     assert "-arch=sm_90" in device and "-Xptxas -v" in device and "-O3" in device and "-gencode" not in device
     assert "torch/include" in device and "-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE" in device
     assert "TORCH_EXTENSION_NAME" not in plan.cflags and "-DHOST_ONLY_FLAG" in plan.cflags  # the header's key
@@ -109,7 +121,7 @@ def test_the_host_check_uses_the_precompiled_header_for_its_flags(tmp_path: Path
                  "cuda_sources": "__global__ void tiny_kernel(float* y) { y[threadIdx.x] = 1.0f; }"}
     first = service({"kind": "inline", "arguments": dict(arguments)})
     assert first["ok"] and len(first["resources"]) == 1 and service.records[-1]["precompiled_header"] is False
-    assert noted == [service.records[-1]["cflags"]] and "-std=c++20" in noted[0]  # a cold build counts
+    assert noted == [service.records[-1]["cflags"]] and torch_std(tmp_path / "probe") in noted[0]  # a cold build counts
     header = tmp_path / "pch" / service.headers.key(noted[0]) / "torch"
     header.mkdir(parents=True)
     (header / "extension.h.gch").write_bytes(b"gpch")  # GCC would ignore an invalid one; the plan must pick it

@@ -3,6 +3,8 @@ address space and any CUDA query initialises the driver), checked here on the CP
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
@@ -29,7 +31,7 @@ def test_the_cpu_path_leaves_room_beside_gigabytes_of_mapped_address_space() -> 
     """A process that has mapped more address space than its memory limit (as a CUDA build of torch does on a
     GPU machine) still loads its extension: memory is the cgroup's to limit, or the rlimit is an allowance on top
     of what was mapped. An absolute RLIMIT_AS failed every CPU evaluation there ('failed to map segment')."""
-    group = ControlGroup.create("probe-memory-limit", 64, 8)
+    group = ControlGroup.create(uuid.uuid4().hex, 64, 8)
     has_memory_cgroup = group.limits_memory()
     group.remove()
     if not has_memory_cgroup:
