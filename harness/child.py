@@ -220,7 +220,7 @@ def _write_result(scratch: Path, result: dict[str, Any]) -> None:
 class Child:
     """The child's state between the parent's commands. Each `do_*` method answers one command."""
 
-    def __init__(self, scratch: Path, channel: ChildEnd, role: str) -> None:
+    def __init__(self, scratch: Path, channel: ChildEnd, role: str, slots_fd: int | None = None) -> None:
         import torch
 
         from harness.modules import module_from_file
@@ -248,6 +248,7 @@ class Child:
         self.timing_started = False
         self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage` (CUDA)
         self.slots: list[list[Any]] = []  # input sets the parent writes itself (`slots`, `run`)
+        self.slots_fd = slots_fd  # a file the parent maps too, holding those input sets (harness/shared_slots.py)
         self.bases: list[list[Any]] = []  # the trials' inputs on the device, from which `stage` makes fresh ones
         self.flush: Callable[[], None] = lambda: None
         self.kernel_calls = {"correctness": 0, "timed": 0}
@@ -396,8 +397,13 @@ class Child:
 
         self._timing_starts()
         base = self.payload["trials"][0]["inputs"]
-        self.slots = [[torch.zeros_like(v).contiguous() if isinstance(v, torch.Tensor) else v for v in base]
-                      for _ in range(int(command["count"]))]
+        if self.slots_fd is not None and command.get("layout"):
+            from harness.shared_slots import child_slots
+
+            self.slots = child_slots(self.slots_fd, command["layout"], base)
+        else:
+            self.slots = [[torch.zeros_like(v).contiguous() if isinstance(v, torch.Tensor) else v for v in base]
+                          for _ in range(int(command["count"]))]
         owned = list(self.model.parameters()) + list(self.model.buffers())
         return {"slots": [[[v.data_ptr(), v.numel() * v.element_size()] if isinstance(v, torch.Tensor) else None
                            for v in inputs] for inputs in self.slots],
@@ -540,7 +546,7 @@ def main() -> None:
     apply_test_switches()
     channel = ChildEnd(read_fd, write_fd)
     channel.send({"hello": os.getpid()})
-    child = Child(scratch, channel, role)
+    child = Child(scratch, channel, role, slots_fd=int(sys.argv[5]) if len(sys.argv) > 5 else None)
     if not child.job.conversing:  # build, baseline, profile: no conversation, then the result file
         try:
             reply = child.do_baseline({}) if child.job.mode == "baseline" else child.do_load({})

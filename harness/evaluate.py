@@ -17,6 +17,7 @@ from harness.cgroups import builds_freezable
 from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
+from harness.frozen_calls import slot_count
 from harness.nvml import telemetry_flags
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
@@ -25,6 +26,7 @@ from harness.roofline import roofline
 from harness.sandbox import ChildOutcome
 from harness.scratch import read_result, save_inputs, scratch_folder
 from harness.session import ChildSession, ChildStopped
+from harness.shared_slots import SharedSlots, supported as shared_slots_supported
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
 from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
@@ -169,7 +171,7 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
             run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
         say("building and running the candidate in an isolated process")
         session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds,
-                               forkable=forkable(device))
+                               forkable=forkable(device), shared=_shared_slots(stack, reference, job, policy))
         try:
             _converse(evaluation, session, run, problem, reference, policy, job, scratch, say)
         except ChildStopped as stop:
@@ -186,11 +188,26 @@ def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJo
     """The reference's timing child gets its own scratch folder: it never sees candidate code or files."""
     with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
         save_inputs(ref_scratch, reference)
-        ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference", forkable=forkable(job.device))
-        try:
-            yield ref
-        finally:
-            ref.close()
+        with ExitStack() as slots:
+            ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference", forkable=forkable(job.device),
+                               shared=_shared_slots(slots, reference, job, policy))
+            try:
+                yield ref
+            finally:
+                ref.close()
+
+
+def _shared_slots(stack: ExitStack, reference: ReferenceRun | None, job: J.ChildJob,
+                  policy: EvalPolicy) -> SharedSlots | None:
+    """A CPU timed child's input slots in a file the parent maps too (closed with `stack`), where timing will
+    write them itself; None elsewhere (the slots are then written into the child's memory, or staged by it)."""
+    if reference is None or policy.skip_timing or job.pool_seed is not None or not shared_slots_supported():
+        return None
+    inputs = reference.trial_inputs[0]
+    shared = SharedSlots(inputs, slot_count(sum(v.numel() * v.element_size() for v in inputs
+                                                if hasattr(v, "element_size"))))
+    stack.callback(shared.close)
+    return shared
 
 
 def _reference(evaluation: Evaluation, problem: Problem, device: str, policy: EvalPolicy, job: J.ChildJob,

@@ -17,6 +17,7 @@ from typing import Any
 
 from harness import remote_memory
 from harness.session import ChildSession
+from harness.shared_slots import SharedSlots
 from harness.tensors import UNSUPPORTED
 
 _SLOT_BYTES = 256 << 20  # most input memory the slots of one child may take
@@ -101,15 +102,20 @@ def _ints(values: Any) -> bool:
 class FrozenSide:
     """The parent's hands on one timed child (reference or candidate)."""
 
-    def __init__(self, session: ChildSession, reference: bool, max_output_bytes: int) -> None:
+    def __init__(self, session: ChildSession, reference: bool, max_output_bytes: int,
+                 shared: SharedSlots | None = None) -> None:
+        """`shared`: the child's input slots in a file the parent maps too (written with a copy); without it the
+        parent writes them into the child's memory."""
         self.session, self.reference, self.max_output_bytes = session, reference, max_output_bytes
+        self.shared = shared
         self.pid: int | None = None
         self.slots: list[list[Any]] = []
         self.owned: list[tuple[int, int]] = []
         self.outputs: list[Any] = []  # the last batch's output descriptions, as the child sent them
 
     def prepare(self, count: int) -> None:
-        reply = self.session.request({"cmd": "slots", "count": count})
+        layout = self.shared.layout[:count] if self.shared is not None else None
+        reply = self.session.request({"cmd": "slots", "count": count, "layout": layout})
         if "failed" in reply:
             from harness.timed_calls import ChildFailed
 
@@ -127,6 +133,11 @@ class FrozenSide:
         """Write one call's inputs into slot `slot` (the child is frozen)."""
         import torch
 
+        if self.shared is not None:
+            for place, value in zip(self.shared.layout[slot], inputs):
+                if place is not None and isinstance(value, torch.Tensor):
+                    self.shared.view(place, value).copy_(value)
+            return
         for place, value in zip(self.slots[slot], inputs):
             if not isinstance(value, torch.Tensor):
                 continue
@@ -189,6 +200,11 @@ class FrozenSide:
         import torch
 
         changed = []
+        if self.shared is not None:
+            return [index for index, (place, value) in enumerate(zip(self.shared.layout[slot], inputs))
+                    if place is not None and isinstance(value, torch.Tensor)
+                    and not torch.equal(self.shared.view(place, value).reshape(-1).view(torch.uint8),
+                                        value.contiguous().reshape(-1).view(torch.uint8))]
         for index, (place, value) in enumerate(zip(self.slots[slot], inputs)):
             if isinstance(value, torch.Tensor):
                 try:

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from harness.cgroups import ControlGroup
 from harness.channel import ChannelClosed, ParentEnd
 from harness.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
+from harness.shared_slots import SharedSlots
 from harness.timing_slot import BuildDuringTiming, compiling, timing_abandoned
 from harness.zygote import ForkedChild, ZygoteUnavailable, shared_zygote
 
@@ -68,7 +69,7 @@ class _Jailed:
 
     def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
                  pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None, build: bool = False) -> None:
-        """`child_argv` (with `{CMD_FD}`/`{MSG_FD}` for the two `pass_fds`): `command` runs `harness.child` with
+        """`child_argv` (with `{CMD_FD}`/`{MSG_FD}`/`{SLOTS_FD}` for the `pass_fds`): `command` runs `harness.child` with
         these arguments, so the zygote may fork it instead (the same jail, limits and environment).
 
         A `build` (a compiler, or a prebuild child running the candidate module's top level) must never run beside
@@ -143,13 +144,13 @@ def _forked(folder: Path, limits: Limits, log: Path, environment: dict[str, str]
             fds: tuple[int, ...], argv: list[str]) -> ForkedChild | None:
     """The child forked by this process's zygote, or None (no zygote here: the caller execs it)."""
     zygote = shared_zygote()
-    if zygote is None or len(fds) != 2:
+    if zygote is None or len(fds) not in (2, 3):
         return None
     request = {"argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),
                "cgroups": [str(f) for f in group.folders], "writable": [str(folder)],
                "visible": [str(f) for f in needed_folders()]}
     try:
-        return zygote.fork(request, (fds[0], fds[1]))
+        return zygote.fork(request, fds)
     except (OSError, ZygoteUnavailable):
         return None
 
@@ -158,7 +159,7 @@ class ChildSession:
     """One jailed `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` and the conversation with it."""
 
     def __init__(self, scratch: Path, limits: Limits, role: str = "candidate", on_build: BuildHandler | None = None,
-                 prefix: list[str] | None = None, forkable: bool = False) -> None:
+                 prefix: list[str] | None = None, forkable: bool = False, shared: SharedSlots | None = None) -> None:
         """`forkable`: the zygote may fork this child (no CUDA device: a CUDA-initialised fork was never verified
         on a GPU, so GPU children are still started from scratch)."""
         self.limits = limits
@@ -168,9 +169,13 @@ class ChildSession:
         self.inner_pid: int | None = None  # the pid the child gave itself in its hello (inside its namespace)
         cmd_r, cmd_w = os.pipe()
         msg_r, msg_w = os.pipe()
-        command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role]
-        child_argv = [str(scratch), "{CMD_FD}", "{MSG_FD}", role] if forkable and not prefix else None
-        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w),
+        self.shared = shared  # its timed input slots, in a file the parent maps too (harness/shared_slots.py)
+        shared_fd = () if shared is None else (shared.fd,)
+        command = [*(prefix or []), sys.executable, "-m", "harness.child", str(scratch), str(cmd_r), str(msg_w), role,
+                   *map(str, shared_fd)]
+        child_argv = [str(scratch), "{CMD_FD}", "{MSG_FD}", role, *(["{SLOTS_FD}"] if shared_fd else [])] \
+            if forkable and not prefix else None
+        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w, *shared_fd),
                               child_argv=child_argv, build=role == "build")  # a prebuild runs candidate Python
         self.proc, self.outcome, self.started = self.jailed.proc, self.jailed.outcome, self.jailed.started
         os.close(cmd_r)

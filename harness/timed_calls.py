@@ -187,8 +187,8 @@ class Timing:
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
             most = 8 * _bytes(flatten(reference.outputs[0])) + 4096
-            self.ref: Side = ParentSide(FrozenSide(ref, True, most))
-            self.cand: Side = ParentSide(FrozenSide(cand, False, most))
+            self.ref: Side = ParentSide(FrozenSide(ref, True, most, getattr(ref, "shared", None)))
+            self.cand: Side = ParentSide(FrozenSide(cand, False, most, getattr(cand, "shared", None)))
         else:
             self.ref, self.cand = StagingSide(ref, True, scratch), StagingSide(cand, False, scratch)
         self.rng = random.Random(seed)

@@ -95,7 +95,7 @@ class Zygote:
             if not data:
                 return
 
-    def fork(self, request: dict[str, Any], fds: tuple[int, int], timeout_s: float = 120.0) -> ForkedChild:
+    def fork(self, request: dict[str, Any], fds: tuple[int, ...], timeout_s: float = 120.0) -> ForkedChild:
         """A jailed child running `harness.child` with `request["argv"]`; its pid (the jail's outer process)."""
         with self.request_lock:
             socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
@@ -208,7 +208,7 @@ def _serve(channel: socket.socket) -> None:
         if not any(key.fileobj is channel for key, _ in ready):
             continue
         try:
-            data, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 2)
+            data, fds, _, _ = socket.recv_fds(channel, _MESSAGE_BYTES, 3)
         except OSError:
             os._exit(0)
         if not data:
@@ -261,14 +261,16 @@ def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int
     null = os.open(os.devnull, os.O_RDONLY)
     for target, source in ((0, null), (1, log), (2, log)):
         os.dup2(source, target)
-    kept = sorted(fds)
-    os.closerange(3, kept[0])
-    os.closerange(kept[0] + 1, kept[1])
-    os.closerange(kept[1] + 1, 65536)
+    previous = 2
+    for kept in sorted(fds):  # only its pipes (and its shared input slots) stay open
+        os.closerange(previous + 1, kept)
+        previous = kept
+    os.closerange(previous + 1, 65536)
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
-    argv = [str(part).replace("{CMD_FD}", str(fds[0])).replace("{MSG_FD}", str(fds[1])) for part in request["argv"]]
+    names = {"{CMD_FD}": fds[0], "{MSG_FD}": fds[1], **({"{SLOTS_FD}": fds[2]} if len(fds) > 2 else {})}
+    argv = [str(names.get(str(part), part)) for part in request["argv"]]
     writable = [os.path.realpath(folder) for folder in request["writable"]]
     visible = [os.path.realpath(folder) for folder in request["visible"]]
     os._exit(jail.in_new_namespaces(lambda: _run_child(writable, visible, argv)))
