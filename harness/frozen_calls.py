@@ -77,13 +77,15 @@ class TensorAt:
             found.append(offset)
         return found
 
-    def probe(self, pid: int, positions: list[int]) -> list[float]:
+    def addresses(self, positions: list[int]) -> list[int]:
+        return [self.address + o * self.itemsize for o in self.offsets(positions)] if self.numel else []
+
+    def values(self, raw: bytes | bytearray) -> list[float]:
         import torch
 
-        if not self.numel:
+        if not raw:
             return []
-        addresses = [self.address + o * self.itemsize for o in self.offsets(positions)]
-        values = torch.frombuffer(remote_memory.gather(pid, addresses, self.itemsize), dtype=self.dtype)
+        values = torch.frombuffer(bytearray(raw), dtype=self.dtype)
         return (values.abs() if values.is_complex() else values).double().tolist()
 
     def fetch(self, pid: int) -> Any:
@@ -176,15 +178,40 @@ class FrozenSide:
         return found
 
     def probe(self, calls: list[int], positions: list[list[int]]) -> list[Any]:
-        """Per call: per output tensor, the values at `positions`; anything unreadable reads as a mismatch."""
-        probed = []
-        for call, where in zip(calls, positions):
+        """Per call: per output tensor, the values at `positions`; anything unreadable reads as a mismatch. One
+        read per element size for the whole batch (a read per call cost more than the calls of a small kernel)."""
+        wanted = [[(t, t.addresses(where)) if isinstance(t, TensorAt) else t for t in self.tensors(call)]
+                  for call, where in zip(calls, positions)]
+        raw: dict[int, bytearray] = {}
+        readable = [item for call in wanted for item in call if isinstance(item, tuple)]
+        for itemsize in {tensor.itemsize for tensor, _ in readable}:
+            addresses = [a for tensor, found in readable if tensor.itemsize == itemsize for a in found]
             try:
-                probed.append([t.probe(self.pid, where) if isinstance(t, TensorAt) else t
-                               for t in self.tensors(call)])
-            except remote_memory.RemoteMemoryError as exc:
-                probed.append(str(exc))
+                raw[itemsize] = remote_memory.gather(self.pid, addresses, itemsize)
+            except remote_memory.RemoteMemoryError:
+                return [self._probed_alone(call, where) for call, where in zip(calls, positions)]
+        taken = dict.fromkeys(raw, 0)
+        probed: list[Any] = []
+        for call in wanted:
+            values = []
+            for item in call:
+                if not isinstance(item, tuple):
+                    values.append(item)
+                    continue
+                tensor, addresses = item
+                start, end = taken[tensor.itemsize], taken[tensor.itemsize] + len(addresses) * tensor.itemsize
+                taken[tensor.itemsize] = end
+                values.append(tensor.values(raw[tensor.itemsize][start:end]))
+            probed.append(values)
         return probed
+
+    def _probed_alone(self, call: int, where: list[int]) -> Any:
+        """One call's probe by itself, where the batch's read failed: only the unreadable call reads as wrong."""
+        try:
+            return [t.values(remote_memory.gather(self.pid, t.addresses(where), t.itemsize))
+                    if isinstance(t, TensorAt) else t for t in self.tensors(call)]
+        except remote_memory.RemoteMemoryError as exc:
+            return str(exc)
 
     def fetch(self, call: int) -> Any:
         """The call's whole output, read from the frozen child (a marker the comparison rejects where unreadable)."""
