@@ -24,7 +24,12 @@ _SLOT_BYTES = 256 << 20  # most input memory the slots of one child may take
 
 
 class SideFailure(Exception):
-    """The child broke the protocol (a wrong reply, memory that cannot be read where it said)."""
+    """The child broke the protocol (a wrong reply, memory that cannot be read where it said), or with `reply`,
+    reported its own failure."""
+
+    def __init__(self, message: str, reply: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.reply = reply
 
 
 def slot_count(bytes_per_call: int, most: int = 64) -> int:
@@ -119,9 +124,7 @@ class FrozenSide:
         layout = self.shared.layout[:count] if self.shared is not None else None
         reply = self.session.request({"cmd": "slots", "count": count, "layout": layout})
         if "failed" in reply:
-            from harness.timed_calls import ChildFailed
-
-            raise ChildFailed(reply, self.reference)
+            raise SideFailure("the child failed", reply)
         slots, owned = reply.get("slots"), reply.get("owned")
         if not isinstance(slots, list) or len(slots) != count or not isinstance(owned, list):
             raise SideFailure(f"unexpected reply to `slots`: {str(reply)[:200]}")

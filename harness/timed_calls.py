@@ -229,6 +229,8 @@ class Timing:
                 try:
                     side.side.prepare(slot_count(_bytes(self.reference.trial_inputs[0])))
                 except SideFailure as exc:
+                    if exc.reply is not None:
+                        raise ChildFailed(exc.reply, side.reference) from None
                     raise TimingProtocolError(str(exc)) from None
         self.recipes(0)
         overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))
