@@ -40,8 +40,8 @@ class EvalPolicy(BaseModel):
                               "against the reference's own timing process (same fresh inputs), so 300 catch a 1% "
                               "cache-hit rate with 95% probability.")
     timed_full_checks: int = Field(20, ge=0, description="Of the checked calls, how many (at random) also have "
-                                   "their whole output compared with the parent's own reference; a call whose "
-                                   "probed values differ always is.")
+                                   "their whole output compared with the parent's own reference (at most 512 MB "
+                                   "of outputs, at least 2 calls); a call whose probed values differ always is.")
     batch_target_ms: float = Field(5.0, gt=0, description="Timed calls run in batches of about this length, so "
                                    "the parent's pipe round trip is small against the work it clocks.")
     knockout: bool = Field(True, description="Re-run one trial with the candidate's kernel functions poisoned: "

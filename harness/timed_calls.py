@@ -235,11 +235,12 @@ class Timing:
         self.recipes(0)
         overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))
         self.run.overhead_ms = overhead / 1e6
+        most = slot_count(_bytes(self.reference.trial_inputs[0])) if self.frozen else 64
         warm = {}
         for s in (self.ref, self.cand):  # the second round sizes the batches: the first pays for first touches
-            warm[s] = min(self._batch_ms(s, self.recipes(self.policy.warmup_calls), overhead) for _ in range(2))
-        batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand], per_call,
-                                slot_count(_bytes(self.reference.trial_inputs[0])) if self.frozen else 64)
+            warm[s] = min(self._batch_ms(s, self.recipes(min(self.policy.warmup_calls, most)), overhead)
+                          for _ in range(2))
+        batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand], per_call, most)
         batches = self._batches_needed(batch, batches, overhead)
         if self.policy.hardening:  # enough calls for the checks' claim, however few the speedup needs
             floor = math.ceil(self.policy.timed_checks / batch)
@@ -248,7 +249,7 @@ class Timing:
             batches = max(batches, min(floor, affordable))
         total = batch * batches
         checked = set(range(total)) if self.policy.hardening else set()  # every timed call is probed
-        self.full = set(self.rng.sample(sorted(checked), min(len(checked), self.policy.timed_full_checks)))
+        self.full = set(self.rng.sample(sorted(checked), min(len(checked), self._full_checks())))
         self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
         for index in range(batches):
             calls = self.recipes(batch)
@@ -268,6 +269,13 @@ class Timing:
             if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
                 return self.run
         return self.run
+
+    def _full_checks(self) -> int:
+        """timed_full_checks, but no more than 512 MB of outputs compared in full (at least 2): a full check
+        reads, recomputes and compares the whole output, 3 s per call for 256 MB on a CPU, while the probes on
+        every call cost the same whatever the size."""
+        output = max(_bytes(flatten(self.reference.outputs[0])), 1)
+        return min(self.policy.timed_full_checks, max(2, (512 << 20) // output))
 
     def _order(self, batch_index: int) -> tuple[Side, Side]:
         """Who goes first alternates, so neither model always runs on caches the other warmed or evicted."""

@@ -154,3 +154,12 @@ def test_timed_children_are_pinned_and_driven_through_their_memory() -> None:
         pytest.skip("no cgroups here: the staging protocol is used")
     assert timing["parent_reads"] and timing["timed_outputs_checked"] == timing["calls_per_model"]
     assert evaluation.isolation.get("cpuset")
+
+
+def test_a_problem_whose_inputs_fill_the_slots_is_timed_one_call_at_a_time() -> None:
+    """96 MB of input: two slots, so every batch (warm-up included) holds at most two calls."""
+    big = problem_from_source(RELU.source.replace("batch_size = 16", "batch_size = 1536"), "relu_96mb")
+    evaluation = evaluate(big, relu_variant("return relu_ext.relu_forward(x)"), "cpu",
+                          EvalPolicy(timing_budget_s=0.1, trials=2))
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+    assert evaluation.isolation["timing"]["batch_size"] <= 2
