@@ -1,10 +1,11 @@
 """The child process: runs the untrusted candidate (role `candidate`) or times the reference (role `reference`,
 never loads candidate code), reports raw facts, decides nothing.
 
-Run by the parent as `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` inside the jail. It answers the
-parent's commands (load, correctness, knockout, stage, go, probe, outputs, finish) over a pipe. The parent holds
-the clock around `go`, compares outputs against references it computed itself and derives the verdict; a child
-that dies, hangs or lies can at worst make its own candidate fail.
+Run by the parent as `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE [SLOTS_FD]` inside the jail. It answers
+the parent's commands (load, correctness, knockout, then for timing on the CPU slots and run, on CUDA stage, go,
+probe and outputs, and finish) over a pipe. The parent holds the clock around `run`/`go`, on the CPU writes the
+inputs and reads the outputs itself while this process is frozen, compares outputs against references it computed
+itself and derives the verdict; a child that dies, hangs or lies can at worst make its own candidate fail.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Checks on timed calls (run in the parent, between batches, never inside a timed window).
 
-Every checked call is probed right after its batch's `done`: values at secret positions of its outputs, read from
+Every timed call is probed right after its batch's `done`: values at secret positions of its outputs, read from
 the candidate's child and from the reference's child, which ran the reference on bit-identical fresh inputs (it
-never loads candidate code). Values within tolerance pass; a random few calls, and every call whose probe differs,
+never loads candidate code); on the CPU the parent reads them from the frozen children's memory itself. Values within tolerance pass; a random few calls, and every call whose probe differs,
 are then fetched in full and compared with references the parent computes itself: a changed value shows work still
 running after `done`, a wrong one a wrong result. Probing both children costs two small requests per batch where a
 full check costs a file round trip, a reference forward and a comparison (about 4 ms per call on 1 MB of output).
