@@ -163,3 +163,13 @@ def test_a_problem_whose_inputs_fill_the_slots_is_timed_one_call_at_a_time() -> 
                           EvalPolicy(timing_budget_s=0.1, trials=2))
     assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
     assert evaluation.isolation["timing"]["batch_size"] <= 2
+
+
+def test_nothing_in_the_candidates_process_holds_the_fresh_input_generators_seed() -> None:
+    """It reads the job file in its scratch folder, where the pool seed of the child-staged protocol was: a
+    candidate that finds one there answers wrongly, so an accepted verdict means none was there."""
+    source = relu_variant(
+        "job = json.loads(open('job.json').read())\nif job.get('pool_seed') is not None:\n"
+        "    return torch.zeros_like(x)\nreturn relu_ext.relu_forward(x)", prelude="import json")
+    evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
