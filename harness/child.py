@@ -392,19 +392,17 @@ class Child:
     # -- timing with the parent's hands: it writes the slots and reads the outputs (harness/frozen_calls.py) -----
 
     def do_slots(self, command: dict[str, Any]) -> dict[str, Any]:
-        """Input sets the parent fills while this process is frozen: [address, bytes] per tensor input (None for
-        the rest), and the memory of the model's parameters, which no output may share."""
+        """Input sets the parent fills while this process is frozen, over the shared file at the parent's layout:
+        where each lies ([address, bytes] per tensor input, None for the rest) and the memory of the model's
+        parameters, which no output may share."""
         import torch
 
-        self._timing_starts()
-        base = self.payload["trials"][0]["inputs"]
-        if self.slots_fd is not None and command.get("layout"):
-            from harness.shared_slots import child_slots
+        from harness.shared_slots import child_slots
 
-            self.slots = child_slots(self.slots_fd, command["layout"], base)
-        else:
-            self.slots = [[torch.zeros_like(v).contiguous() if isinstance(v, torch.Tensor) else v for v in base]
-                          for _ in range(int(command["count"]))]
+        if self.slots_fd is None:
+            raise CandidateFailure("crash", "slots asked of a child started without a shared slots file")
+        self._timing_starts()
+        self.slots = child_slots(self.slots_fd, command["layout"], self.payload["trials"][0]["inputs"])
         owned = list(self.model.parameters()) + list(self.model.buffers())
         return {"slots": [[[v.data_ptr(), v.numel() * v.element_size()] if isinstance(v, torch.Tensor) else None
                            for v in inputs] for inputs in self.slots],

@@ -13,11 +13,10 @@ from typing import Any, Callable, Iterator
 
 from harness import job as J
 from harness.canaries import passing_canaries
-from harness.cgroups import builds_freezable
 from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
-from harness.frozen_calls import slot_count
+from harness.frozen_calls import parent_driven, slot_count
 from harness.nvml import telemetry_flags
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
@@ -26,7 +25,7 @@ from harness.roofline import roofline
 from harness.sandbox import ChildOutcome
 from harness.scratch import read_result, save_inputs, scratch_folder
 from harness.session import ChildSession, ChildStopped
-from harness.shared_slots import SharedSlots, supported as shared_slots_supported
+from harness.shared_slots import SharedSlots
 from harness.source_scan import scan_built_sources
 from harness.static_check import check_candidate
 from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
@@ -155,9 +154,8 @@ class _Run:
 
 def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
                   say: Progress) -> None:
-    staged = device != "cpu" or not builds_freezable()  # else the parent writes every timed input itself
-    job = J.ChildJob(mode="evaluate", device=device, policy=policy,
-                     pool_seed=secrets.randbits(31) if staged else None)
+    job = J.ChildJob(mode="evaluate", device=device, policy=policy,  # a pool seed only where the children stage
+                     pool_seed=None if parent_driven(device) else secrets.randbits(31))
     builds = build_service(device, policy)
     run = _Run()
     with scratch_folder(problem, source, job) as scratch, ExitStack() as stack:
@@ -199,13 +197,11 @@ def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJo
 
 def _shared_slots(stack: ExitStack, reference: ReferenceRun | None, job: J.ChildJob,
                   policy: EvalPolicy) -> SharedSlots | None:
-    """A CPU timed child's input slots in a file the parent maps too (closed with `stack`), where timing will
-    write them itself; None elsewhere (the slots are then written into the child's memory, or staged by it)."""
-    if reference is None or policy.skip_timing or job.pool_seed is not None or not shared_slots_supported():
+    """A timed child's input slots in a file the parent maps too (closed with `stack`), where the parent will
+    write every timed input itself; None where the children stage their own (their job carries a pool seed)."""
+    if reference is None or policy.skip_timing or job.pool_seed is not None:
         return None
-    inputs = reference.trial_inputs[0]
-    shared = SharedSlots(inputs, slot_count(sum(v.numel() * v.element_size() for v in inputs
-                                                if hasattr(v, "element_size"))))
+    shared = SharedSlots(reference.trial_inputs[0], slot_count(reference.trial_inputs[0]))
     stack.callback(shared.close)
     return shared
 

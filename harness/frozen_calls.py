@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from harness import remote_memory
+from harness.integrity import overlaps
 from harness.session import ChildSession
 from harness.shared_slots import SharedSlots
-from harness.tensors import UNSUPPORTED
+from harness.tensors import UNSUPPORTED, nbytes
 
 _SLOT_BYTES = 256 << 20  # most input memory the slots of one child may take
 
@@ -32,8 +33,18 @@ class SideFailure(Exception):
         self.reply = reply
 
 
-def slot_count(bytes_per_call: int, most: int = 64) -> int:
-    return max(1, min(most, _SLOT_BYTES // max(bytes_per_call, 1)))
+def slot_count(inputs: list[Any], most: int = 64) -> int:
+    """How many input sets one child's slots hold (at most 256 MB of them)."""
+    return max(1, min(most, _SLOT_BYTES // max(nbytes(inputs), 1)))
+
+
+def parent_driven(device: str) -> bool:
+    """Whether timing on `device` can run this way here: the CPU, children that can be frozen, a sealable shared
+    file and the parent allowed to read its children's memory. Elsewhere the children stage their inputs."""
+    from harness.cgroups import builds_freezable
+    from harness.shared_slots import supported
+
+    return device == "cpu" and builds_freezable() and supported() and remote_memory.available()
 
 
 def _dtype(name: Any) -> Any:
@@ -109,20 +120,18 @@ def _ints(values: Any) -> bool:
 class FrozenSide:
     """The parent's hands on one timed child (reference or candidate)."""
 
-    def __init__(self, session: ChildSession, reference: bool, max_output_bytes: int,
-                 shared: SharedSlots | None = None) -> None:
-        """`shared`: the child's input slots in a file the parent maps too (written with a copy); without it the
-        parent writes them into the child's memory."""
+    def __init__(self, session: ChildSession, reference: bool, max_output_bytes: int) -> None:
+        if session.shared is None:
+            raise SideFailure("the child was started without shared input slots")
         self.session, self.reference, self.max_output_bytes = session, reference, max_output_bytes
-        self.shared = shared
+        self.shared: SharedSlots = session.shared  # its input slots, in a file the parent maps too
         self.pid: int | None = None
         self.slots: list[list[Any]] = []
         self.owned: list[tuple[int, int]] = []
         self.outputs: list[Any] = []  # the last batch's output descriptions, as the child sent them
 
     def prepare(self, count: int) -> None:
-        layout = self.shared.layout[:count] if self.shared is not None else None
-        reply = self.session.request({"cmd": "slots", "count": count, "layout": layout})
+        reply = self.session.request({"cmd": "slots", "layout": self.shared.layout[:count]})
         if "failed" in reply:
             raise SideFailure("the child failed", reply)
         slots, owned = reply.get("slots"), reply.get("owned")
@@ -138,21 +147,9 @@ class FrozenSide:
         """Write one call's inputs into slot `slot` (the child is frozen)."""
         import torch
 
-        if self.shared is not None:
-            for place, value in zip(self.shared.layout[slot], inputs):
-                if place is not None and isinstance(value, torch.Tensor):
-                    self.shared.view(place, value).copy_(value)
-            return
-        for place, value in zip(self.slots[slot], inputs):
-            if not isinstance(value, torch.Tensor):
-                continue
-            data = value.contiguous().reshape(-1).view(torch.uint8).numpy()
-            if not isinstance(place, list) or len(place) != 2 or place[1] != data.nbytes:
-                raise SideFailure("an input slot does not match the input's size")
-            try:
-                remote_memory.write(self.pid, place[0], memoryview(data))
-            except remote_memory.RemoteMemoryError as exc:
-                raise SideFailure(str(exc)) from None
+        for place, value in zip(self.shared.layout[slot], inputs):
+            if place is not None and isinstance(value, torch.Tensor):
+                self.shared.view(place, value).copy_(value)
 
     def batch(self, values: list[list[Any]]) -> tuple[int, dict[str, Any]]:
         """(nanoseconds, reply) of one batch of calls on `values` (one input list per call): write them while
@@ -229,21 +226,10 @@ class FrozenSide:
         """Which of the inputs written into `slot` no longer hold what was written."""
         import torch
 
-        changed = []
-        if self.shared is not None:
-            return [index for index, (place, value) in enumerate(zip(self.shared.layout[slot], inputs))
-                    if place is not None and isinstance(value, torch.Tensor)
-                    and not torch.equal(self.shared.view(place, value).reshape(-1).view(torch.uint8),
-                                        value.contiguous().reshape(-1).view(torch.uint8))]
-        for index, (place, value) in enumerate(zip(self.slots[slot], inputs)):
-            if isinstance(value, torch.Tensor):
-                try:
-                    now = remote_memory.read(self.pid, place[0], place[1])
-                except remote_memory.RemoteMemoryError:
-                    now = b""
-                if bytes(now) != value.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes():
-                    changed.append(index)
-        return changed
+        return [index for index, (place, value) in enumerate(zip(self.shared.layout[slot], inputs))
+                if place is not None and isinstance(value, torch.Tensor)
+                and not torch.equal(self.shared.view(place, value).reshape(-1).view(torch.uint8),
+                                    value.contiguous().reshape(-1).view(torch.uint8))]
 
     def aliasing(self, calls: int) -> list[str]:
         """Outputs of the last batch that share memory with an input slot, the model's parameters or another
@@ -253,15 +239,11 @@ class FrozenSide:
             spans += [(call, t.span) for t in self.tensors(call) if isinstance(t, TensorAt) and t.nbytes]
         inputs = [(p[0], p[0] + p[1]) for slot in self.slots for p in slot if isinstance(p, list) and len(p) == 2]
         for call, span in spans:
-            if _overlaps(span, inputs):
+            if overlaps(span, inputs):
                 return [f"[aliasing] timed call {call}: an output shares memory with the inputs"]
-            if _overlaps(span, self.owned):
+            if overlaps(span, self.owned):
                 return [f"[aliasing] timed call {call}: an output shares memory with the model's parameters"]
-            if _overlaps(span, [s for other, s in spans if other != call]):
+            if overlaps(span, [s for other, s in spans if other != call]):
                 return [f"[aliasing] timed call {call}: an output shares memory with another call's output (a "
                         "buffer reused from call to call, which each call overwrites)"]
         return []
-
-
-def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
-    return any(span[0] < end and start < span[1] for start, end in spans)

@@ -67,14 +67,14 @@ def _storages(values: Iterable[Any]) -> list[tuple[int, int]]:
     return spans
 
 
-def _overlaps(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+def overlaps(a: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
     return any(a[0] < end and start < a[1] for start, end in spans)
 
 
 def shares_memory(a: Any, b: Any) -> bool:
     """Whether any tensor of output `a` lies in the memory of any tensor of output `b`."""
     theirs = _storages(flatten(b))
-    return any(_overlaps(span, theirs) for span in _storages(flatten(a)))
+    return any(overlaps(span, theirs) for span in _storages(flatten(a)))
 
 
 def flatten(output: Any) -> list[Any]:
@@ -107,11 +107,11 @@ def output_problems(output: Any, device: str, inputs: list[Any], model: Any, ear
         if item.device.type != device:
             problems.append(f"output-type: {where} is on {item.device}, expected {device}")
         spans = _storages([item])
-        if spans and _overlaps(spans[0], guarded):
+        if spans and overlaps(spans[0], guarded):
             problems.append(f"aliasing: {where} shares memory with an input")
-        elif spans and _overlaps(spans[0], owned):
+        elif spans and overlaps(spans[0], owned):
             problems.append(f"aliasing: {where} shares memory with the model's parameters or buffers")
-        elif spans and _overlaps(spans[0], previous):
+        elif spans and overlaps(spans[0], previous):
             problems.append(f"aliasing: {where} reuses the memory of an earlier call's output, which it overwrites")
     return problems
 

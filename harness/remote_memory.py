@@ -1,7 +1,7 @@
-"""The parent reads and writes a child's memory itself (`process_vm_readv` / `process_vm_writev`), so no harness
-code in the candidate's process stages an input or packs an output that the parent then trusts. Used while the
-child's process tree is frozen: what is read is what the memory held when the call returned, and nothing in the
-child runs between the write of an input and the clock's start.
+"""The parent reads a child's memory itself (`process_vm_readv`), so no harness code in the candidate's process
+packs an output or answers a probe that the parent then trusts. Used while the child's process tree is frozen:
+what is read is what the memory held when the call returned. (Inputs go the other way through a shared file:
+harness/shared_slots.py.)
 
 Linux only; `available()` says whether this machine lets the parent reach its children's memory (a seccomp
 profile or Yama's ptrace_scope=3 may not)."""
@@ -20,15 +20,15 @@ _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") el
 
 
 class RemoteMemoryError(Exception):
-    """The child's memory could not be read or written at the addresses it named (a lie or a dead process)."""
+    """The child's memory could not be read at the addresses it named (a lie or a dead process)."""
 
 
 class _Iovec(ctypes.Structure):
     _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
 
 
-def _transfer(pid: int, local: list[tuple[int, int]], remote: list[tuple[int, int]], write: bool) -> int:
-    call = _libc.process_vm_writev if write else _libc.process_vm_readv
+def _transfer(pid: int, local: list[tuple[int, int]], remote: list[tuple[int, int]]) -> int:
+    call = _libc.process_vm_readv
     done = 0
     for start in range(0, max(len(local), len(remote)), _IOV_MAX):
         mine, theirs = local[start:start + _IOV_MAX], remote[start:start + _IOV_MAX]
@@ -38,7 +38,7 @@ def _transfer(pid: int, local: list[tuple[int, int]], remote: list[tuple[int, in
         wanted = sum(n for _, n in theirs)
         if moved != wanted:
             code = ctypes.get_errno() if moved < 0 else errno.EFAULT
-            raise RemoteMemoryError(f"{'wrote' if write else 'read'} {max(moved, 0)} of {wanted} bytes of "
+            raise RemoteMemoryError(f"read {max(moved, 0)} of {wanted} bytes of "
                                     f"process {pid}: {os.strerror(code)}")
         done += moved
     return done
@@ -49,7 +49,7 @@ def read(pid: int, address: int, nbytes: int) -> bytearray:
     buffer = bytearray(nbytes)
     if nbytes:
         holder = (ctypes.c_char * nbytes).from_buffer(buffer)
-        _transfer(pid, [(ctypes.addressof(holder), nbytes)], _chunks(address, nbytes), write=False)
+        _transfer(pid, [(ctypes.addressof(holder), nbytes)], _chunks(address, nbytes))
     return buffer
 
 
@@ -58,18 +58,8 @@ def gather(pid: int, addresses: list[int], itemsize: int) -> bytearray:
     buffer = bytearray(itemsize * len(addresses))
     if addresses:
         base = ctypes.addressof((ctypes.c_char * len(buffer)).from_buffer(buffer))
-        _transfer(pid, [(base, len(buffer))], [(a, itemsize) for a in addresses], write=False)
+        _transfer(pid, [(base, len(buffer))], [(a, itemsize) for a in addresses])
     return buffer
-
-
-def write(pid: int, address: int, data: bytes | bytearray | memoryview) -> None:
-    """Copy `data` to `address` of process `pid`."""
-    view = memoryview(data).cast("B")
-    if not view.nbytes:
-        return
-    holder = (ctypes.c_char * view.nbytes).from_buffer_copy(view) if view.readonly else \
-        (ctypes.c_char * view.nbytes).from_buffer(view)
-    _transfer(pid, [(ctypes.addressof(holder), view.nbytes)], _chunks(address, view.nbytes), write=True)
 
 
 def _chunks(address: int, nbytes: int, size: int = 1 << 30) -> list[tuple[int, int]]:

@@ -290,9 +290,6 @@ class ChildSession:
 
     # -- freezing and memory (the timing protocol: harness/frozen_calls.py) ----------------------------------
 
-    def freezable(self) -> bool:
-        return self.jailed.group.freezer is not None
-
     def freeze(self) -> None:
         self.jailed.group.freeze()
 

@@ -42,3 +42,8 @@ def values_at(tensor: Any, positions: list[int]) -> list[float]:
     index = torch.tensor([p % flat.numel() for p in positions], dtype=torch.long, device=flat.device)
     picked = flat[index]
     return (picked.abs() if picked.is_complex() else picked).double().tolist()
+
+
+def nbytes(values: list[Any]) -> int:
+    """The bytes of the tensors among `values`."""
+    return sum(v.numel() * v.element_size() for v in values if hasattr(v, "element_size"))

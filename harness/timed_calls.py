@@ -28,6 +28,7 @@ from harness.integrity import flatten
 from harness.policy import EvalPolicy
 from harness.reference import ReferenceRun
 from harness.session import ChildSession
+from harness.tensors import nbytes
 from harness.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
 from harness.timing import speedup_interval
 
@@ -171,10 +172,6 @@ def _sizes(policy: EvalPolicy, ref_ms: float, cand_ms: float, bytes_per_call: in
     return batch, max(policy.min_timed_calls, math.ceil(calls / batch))
 
 
-def _bytes(values: list[Any]) -> int:
-    return sum(v.numel() * v.element_size() for v in values if hasattr(v, "element_size"))
-
-
 class Timing:
     """Alternating batches of reference and candidate, each in its own child, on the parent's clock. On the CPU
     (`frozen`) the parent writes every call's inputs and reads every call's outputs itself, probing all of them;
@@ -183,21 +180,22 @@ class Timing:
     def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
                  device: str, scratch: Path, pool_seed: int | None, seed: int) -> None:
         self.reference, self.policy, self.device = reference, policy, device
-        self.frozen = device == "cpu" and ref.freezable() and cand.freezable()
+        self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
-            most = 8 * _bytes(flatten(reference.outputs[0])) + 4096
-            self.ref: Side = ParentSide(FrozenSide(ref, True, most, getattr(ref, "shared", None)))
-            self.cand: Side = ParentSide(FrozenSide(cand, False, most, getattr(cand, "shared", None)))
+            most = 8 * nbytes(flatten(reference.outputs[0])) + 4096
+            try:
+                self.ref: Side = ParentSide(FrozenSide(ref, True, most))
+                self.cand: Side = ParentSide(FrozenSide(cand, False, most))
+            except SideFailure as exc:
+                raise TimingProtocolError(str(exc)) from None
         else:
             self.ref, self.cand = StagingSide(ref, True, scratch), StagingSide(cand, False, scratch)
         self.rng = random.Random(seed)
         self.timed_trials = [t for t, name in enumerate(reference.distributions) if name == "default"] or \
             list(range(len(reference.trial_inputs)))
         # on the CPU the pools never leave the parent: nothing in either child can derive the next call's values
-        if not self.frozen and pool_seed is None:
-            raise TimingProtocolError("the children cannot be frozen here, and their job carries no pool seed")
-        self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if self.frozen else pool_seed)
+        self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if pool_seed is None else pool_seed)
         self.tolerances = trial_tolerances(reference, policy)
         self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
         self.run = TimedRun(parent_reads=self.frozen)
@@ -223,11 +221,11 @@ class Timing:
             return self._measure()
 
     def _measure(self) -> TimedRun:
-        per_call = _bytes(self.reference.trial_inputs[0]) + _bytes(flatten(self.reference.outputs[0]))
+        per_call = nbytes(self.reference.trial_inputs[0]) + nbytes(flatten(self.reference.outputs[0]))
         if self.frozen:
             for side in (self.ref, self.cand):
                 try:
-                    side.side.prepare(slot_count(_bytes(self.reference.trial_inputs[0])))
+                    side.side.prepare(slot_count(self.reference.trial_inputs[0]))
                 except SideFailure as exc:
                     if exc.reply is not None:
                         raise ChildFailed(exc.reply, side.reference) from None
@@ -235,7 +233,7 @@ class Timing:
         self.recipes(0)
         overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))
         self.run.overhead_ms = overhead / 1e6
-        most = slot_count(_bytes(self.reference.trial_inputs[0])) if self.frozen else 64
+        most = slot_count(self.reference.trial_inputs[0]) if self.frozen else 64
         warm = {}
         for s in (self.ref, self.cand):  # the second round sizes the batches: the first pays for first touches
             warm[s] = min(self._batch_ms(s, self.recipes(min(self.policy.warmup_calls, most)), overhead)
@@ -274,7 +272,7 @@ class Timing:
         """timed_full_checks, but no more than 512 MB of outputs compared in full (at least 2): a full check
         reads, recomputes and compares the whole output, 3 s per call for 256 MB on a CPU, while the probes on
         every call cost the same whatever the size."""
-        output = max(_bytes(flatten(self.reference.outputs[0])), 1)
+        output = max(nbytes(flatten(self.reference.outputs[0])), 1)
         return min(self.policy.timed_full_checks, max(2, (512 << 20) // output))
 
     def _order(self, batch_index: int) -> tuple[Side, Side]:

@@ -24,9 +24,6 @@ class ScriptedChild:
         self.ms, self.noise, self.rng = ms, noise, random.Random(seed)
         self.staged = 0
 
-    def freezable(self) -> bool:  # drives the staging protocol (the CPU's frozen one reads real memory)
-        return False
-
     def request(self, command: dict[str, Any]) -> dict[str, Any]:
         assert command["cmd"] == "stage", command
         self.staged = len(command["calls"])
