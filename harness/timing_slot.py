@@ -56,7 +56,7 @@ class BuildDuringTiming(RuntimeError):
 @dataclass
 class Slot:
     waited_s: float = 0.0  # waiting for another timing (or, without freezing, for running builds)
-    frozen_builds: int = 0  # builds frozen while this slot was held (CPU only)
+    frozen_builds: int = 0  # builds, and other evaluations' timed children, frozen while this slot was held (CPU)
 
 
 def timing_cpus(threads: int) -> str:
@@ -87,9 +87,9 @@ def timing_slot(device: str, keep: tuple[Path, ...] = ()) -> Iterator[Slot]:
 @contextmanager
 def _builds_frozen(keep: tuple[Path, ...] = ()) -> Iterator[int]:
     frozen: list[Path] = []
-    others = [f for f in build_freezers(TIMED_PREFIX) if f not in keep]
     with _locked(_MACHINE_LOCK, fcntl.LOCK_EX):
         try:
+            others = [f for f in build_freezers(TIMED_PREFIX) if f not in keep]  # listed under the lock
             for folder in build_freezers() + others:
                 try:
                     set_frozen(folder, True)
