@@ -326,8 +326,9 @@ class Child:
 
     # -- timing: the parent holds the clock --------------------------------------------------------------------
 
-    def _timing_starts(self) -> None:
-        """Once, at the first timing command: the threads and telemetry before timing, the phase marker."""
+    def _timing_starts(self, phase: str = "timing") -> None:
+        """Once, at the first timing command (`slots` on the CPU: the checked calls come next, made the same way
+        as the timed ones): the threads and telemetry before them, the phase marker."""
         if self.timing_started:
             return
         self.timing_started = True
@@ -336,7 +337,7 @@ class Child:
             from harness.nvml import snapshot
 
             self.result["telemetry"] = {"before": snapshot()}
-        self.events.write(phase="timing")
+        self.events.write(phase=phase)
 
     def do_stage(self, command: dict[str, Any]) -> dict[str, Any]:
         """Fresh input sets for the next batch, made on the device (from device-resident trial inputs and pools)
@@ -401,7 +402,7 @@ class Child:
 
         if self.slots_fd is None:
             raise CandidateFailure("crash", "slots asked of a child started without a shared slots file")
-        self._timing_starts()
+        self._timing_starts("calls")
         self.slots = child_slots(self.slots_fd, command["layout"], self.payload["trials"][0]["inputs"])
         owned = list(self.model.parameters()) + list(self.model.buffers())
         return {"slots": [[[v.data_ptr(), v.numel() * v.element_size()] if isinstance(v, torch.Tensor) else None
@@ -417,7 +418,8 @@ class Child:
             self.outputs.append(_call(self.model, self.slots[index]))
         _sync(self.job.device)
         self.kernel_calls["timed"] += self.switch.calls - before
-        return {"done": len(self.outputs), "outputs": [describe_output(o) for o in self.outputs]}
+        return {"done": len(self.outputs), "outputs": [describe_output(o) for o in self.outputs],
+                "kernel_calls": self.switch.calls - before}
 
     def do_outputs(self, command: dict[str, Any]) -> dict[str, Any]:
         import torch
@@ -454,8 +456,11 @@ def describe_output(output: Any) -> list[Any]:
 
     described: list[Any] = []
     for item in flatten(output):
-        if not isinstance(item, torch.Tensor) or item.device.type == "meta" or item.layout != torch.strided:
+        if not isinstance(item, torch.Tensor):
             described.append(type(item).__name__)
+            continue
+        if item.device.type == "meta" or item.layout != torch.strided:
+            described.append(f"not a plain dense CPU tensor ({item.layout}, {item.device.type})")
             continue
         storage = item.untyped_storage()
         described.append([item.data_ptr(), str(item.dtype).removeprefix("torch."), list(item.shape),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 import secrets
 import statistics
 import time
@@ -16,7 +17,9 @@ from harness.canaries import passing_canaries
 from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
-from harness.frozen_calls import parent_driven, slot_count
+from harness.frozen_calls import FrozenSide, SideFailure, parent_driven, slot_count
+from harness.frozen_trials import run_trials
+from harness.integrity import flatten
 from harness.nvml import telemetry_flags
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
@@ -31,7 +34,8 @@ from harness.static_check import check_candidate
 from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.timed_checks import PROBE_POSITIONS
 from harness.timing import believed_samples, speedup_interval, summarize
-from harness.timing_slot import timing_slot
+from harness.tensors import nbytes
+from harness.timing_slot import checking_slot, timing_slot
 from harness.verdicts import child_failure, integrity_failures, read_events
 from kernelbench.problem import Problem, ProblemError
 
@@ -118,7 +122,7 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
     evaluation.phase_seconds["child"] = evaluation.phase_seconds.get("child", 0.0) + outcome.wall_s
     for earlier, later in zip(events, events[1:]):
         name = earlier.get("phase")
-        if name in ("import", "construct", "correctness", "timing"):
+        if name in ("import", "construct", "correctness", "timing", "calls"):
             evaluation.phase_seconds[name] = later["t"] - earlier["t"]
     if result:
         evaluation.device_info = result.device_info
@@ -141,6 +145,9 @@ class _Run:
         self.knockout = False
         self.canaries: Future[list[str]] | None = None
         self.ref_session: ChildSession | None = None
+        self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
+        self.findings: list[str] = []  # decisive findings of the parent-driven trials
+        self.phase: str | None = None  # "correctness" while the parent drives the trials
 
     def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
@@ -235,16 +242,23 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
     if reference is None:  # compile-only: nothing runs
         _failed(session.request({"cmd": "finish"}), run)
         return
-    if _failed(session.request({"cmd": "correctness"}), run):
-        return
-    _judge_outputs(evaluation, scratch, reference, policy)
+    if session.shared is not None:  # the parent drives every call (harness/frozen_trials.py)
+        outputs = _checked_trials(evaluation, session, run, reference, policy)
+        if outputs is None:
+            return
+    else:  # CUDA, or no freezer here: the child runs the trials and saves their outputs
+        if _failed(session.request({"cmd": "correctness"}), run):
+            return
+        outputs = _saved_outputs(evaluation, scratch)
+    if outputs is not None:
+        _judge_outputs(evaluation, outputs, reference, policy)
     if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
         run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
     if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure \
             and not run.degenerate:  # a degenerate problem's speedup would mean nothing
         say("timing reference and candidate, each in its own process")
         try:
-            run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch)
+            run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch, run.checked_side)
             evaluation.phase_seconds["timing_wait"] = run.timed.slot_wait_s
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
@@ -252,12 +266,48 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _failed(session.request({"cmd": "finish"}), run)
 
 
+def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run, reference: ReferenceRun,
+                    policy: EvalPolicy) -> list[Any] | None:
+    """The trials through the candidate's input slots, as every timed call is made; None when its process failed
+    (the failure is in `run`) or broke the protocol (a verdict already)."""
+    started, run.phase = time.perf_counter(), "correctness"
+    most = 8 * max(nbytes(flatten(reference.outputs[0])), 1) + 4096
+    run.checked_side = FrozenSide(session, False, most)
+    try:
+        with checking_slot(evaluation.device):
+            run.checked_side.prepare(slot_count(reference.trial_inputs[0]))
+            checked = run_trials(run.checked_side, reference.trial_inputs, random.Random(secrets.randbits(31)),
+                                 reference.mutates_inputs)
+    except SideFailure as exc:
+        if exc.reply is not None:
+            run.failure = exc.reply
+        else:
+            evaluation.verdict = Verdict.REJECTED
+            evaluation.reasons.insert(0, f"[timing] the candidate's process broke the call protocol: {exc}")
+        return None
+    finally:
+        session.thaw()
+        evaluation.phase_seconds["correctness"] = time.perf_counter() - started
+    run.findings, run.phase = (checked.findings if policy.hardening else []), None
+    return checked.outputs
+
+
+def _saved_outputs(evaluation: Evaluation, scratch: Path) -> list[Any] | None:
+    try:
+        return _load(scratch / J.OUTPUTS_FILE)
+    except Exception as exc:  # a missing or tampered file: the candidate's problem, never the caller's
+        evaluation.verdict = Verdict.CRASH
+        evaluation.reasons.insert(0, f"the candidate's outputs could not be read back: {type(exc).__name__}")
+        return None
+
+
 def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
-               job: J.ChildJob, scratch: Path) -> TimedRun:
+               job: J.ChildJob, scratch: Path, checked: FrozenSide | None = None) -> TimedRun:
     """The reference's child loads before the device's timing slot is taken: the slot only covers measuring."""
     ref.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
     try:
-        timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31))
+        timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31),
+                        checked)
     except TimingProtocolError as exc:
         raise ProblemError(f"timing cannot run here: {exc}") from None
     try:
@@ -288,7 +338,7 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
             reference: ReferenceRun | None, policy: EvalPolicy, run: _Run, builds: list[dict[str, Any]]) -> None:
     result = read_result(scratch)
     events = _record_child(evaluation, scratch, outcome, result)
-    failure = child_failure(outcome, result, events, scratch, policy)
+    failure = child_failure(outcome, result, events, scratch, policy, run.phase)
     if failure and (run.stopped or run.failure or result is None):
         evaluation.verdict, reasons = failure
         evaluation.reasons = reasons + [r for r in evaluation.reasons if not r.startswith("[correctness]")]
@@ -308,7 +358,7 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         evaluation.reasons.extend(f"not checked: {b['skipped']}" for b in builds if b.get("skipped"))
         return
     assert reference is not None
-    decisive = integrity_failures(result, reference, policy) + _kernel_use(evaluation, scratch, reference, policy,
+    decisive = run.findings + integrity_failures(result, reference, policy) + _kernel_use(evaluation, scratch, reference, policy,
                                                                           result, run)
     if decisive:
         evaluation.verdict = Verdict.REJECTED
@@ -336,7 +386,8 @@ def _kernel_use(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, 
         return []
     calls = result.kernel_calls
     findings = []
-    if calls.get("wrapped_functions") and run.timed and run.timed.candidate_ms and not calls.get("timed"):
+    timed = run.timed.kernel_calls if run.timed and run.timed.kernel_calls is not None else calls.get("timed")
+    if calls.get("wrapped_functions") and run.timed and run.timed.candidate_ms and not timed:
         findings.append("[ghost-kernel] the candidate's kernel functions were never called during the timed calls: "
                         "what was timed is some other code path")
     if run.knockout and (scratch / J.KNOCKOUT_FILE).exists():
@@ -370,13 +421,7 @@ def _load(path: Path) -> Any:
     return torch.load(path, weights_only=True)
 
 
-def _judge_outputs(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, policy: EvalPolicy) -> None:
-    try:
-        outputs = _load(scratch / J.OUTPUTS_FILE)
-    except Exception as exc:  # a missing or tampered file: the candidate's problem, never the caller's
-        evaluation.verdict = Verdict.CRASH
-        evaluation.reasons.insert(0, f"the candidate's outputs could not be read back: {type(exc).__name__}")
-        return
+def _judge_outputs(evaluation: Evaluation, outputs: Any, reference: ReferenceRun, policy: EvalPolicy) -> None:
     if not isinstance(outputs, list) or len(outputs) != len(reference.outputs):
         evaluation.verdict = Verdict.CRASH
         evaluation.reasons.insert(0, "the candidate's process returned outputs for the wrong number of trials")

@@ -60,6 +60,8 @@ class TensorAt:
     def __init__(self, described: Any, max_bytes: int) -> None:
         import torch
 
+        if isinstance(described, str):  # the child's word for what it returned instead
+            raise ValueError(described[:120])
         if not isinstance(described, list) or len(described) != 7:
             raise ValueError(f"not a tensor ({str(described)[:60]})")
         address, dtype, shape, stride, _storage, _storage_bytes, plain = described
@@ -131,6 +133,10 @@ class FrozenSide:
         self.outputs: list[Any] = []  # the last batch's output descriptions, as the child sent them
 
     def prepare(self, count: int) -> None:
+        """Have the child allocate `count` input slots (once; later calls only freeze it)."""
+        if self.slots:
+            self.session.freeze()
+            return
         reply = self.session.request({"cmd": "slots", "layout": self.shared.layout[:count]})
         if "failed" in reply:
             raise SideFailure("the child failed", reply)
@@ -240,10 +246,11 @@ class FrozenSide:
         inputs = [(p[0], p[0] + p[1]) for slot in self.slots for p in slot if isinstance(p, list) and len(p) == 2]
         for call, span in spans:
             if overlaps(span, inputs):
-                return [f"[aliasing] timed call {call}: an output shares memory with the inputs"]
+                return [f"[aliasing] call {call} of a batch: an output shares memory with the inputs"]
             if overlaps(span, self.owned):
-                return [f"[aliasing] timed call {call}: an output shares memory with the model's parameters"]
+                return [f"[aliasing] call {call} of a batch: an output shares memory with the model's parameters "
+                        "or buffers"]
             if overlaps(span, [s for other, s in spans if other != call]):
-                return [f"[aliasing] timed call {call}: an output shares memory with another call's output (a "
-                        "buffer reused from call to call, which each call overwrites)"]
+                return [f"[aliasing] call {call} of a batch: an output shares memory with an earlier call's output "
+                        "(a buffer reused from call to call, which each call overwrites)"]
         return []

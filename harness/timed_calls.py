@@ -48,6 +48,7 @@ class TimedRun:
     slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
     frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
     parent_reads: bool = False  # the parent wrote inputs and read outputs itself, the children frozen between
+    kernel_calls: int | None = None  # the candidate's kernel calls while timed, where each `done` reported them
     ref_event_ms: list[float] = field(default_factory=list)  # CUDA: per batch, the median call's event time
     candidate_event_ms: list[float] = field(default_factory=list)
 
@@ -120,6 +121,7 @@ class ParentSide:
 
     def __init__(self, side: FrozenSide) -> None:
         self.side, self.reference = side, side.reference
+        self.kernel_calls = 0  # in the last batch, as the child's `done` said
 
     def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
         try:
@@ -128,6 +130,7 @@ class ParentSide:
             raise TimingProtocolError(str(exc)) from None
         if _expect(reply, "done", self.reference) != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than sent")
+        self.kernel_calls = reply["kernel_calls"] if type(reply.get("kernel_calls")) is int else 0
         return elapsed
 
     def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
@@ -178,7 +181,9 @@ class Timing:
     on CUDA the children stage and probe (see StagingSide)."""
 
     def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
-                 device: str, scratch: Path, pool_seed: int | None, seed: int) -> None:
+                 device: str, scratch: Path, pool_seed: int | None, seed: int,
+                 checked: FrozenSide | None = None) -> None:
+        """`checked`: the candidate's side that already ran the correctness trials (its slots stay)."""
         self.reference, self.policy, self.device = reference, policy, device
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
@@ -186,7 +191,7 @@ class Timing:
             most = 8 * nbytes(flatten(reference.outputs[0])) + 4096
             try:
                 self.ref: Side = ParentSide(FrozenSide(ref, True, most))
-                self.cand: Side = ParentSide(FrozenSide(cand, False, most))
+                self.cand: Side = ParentSide(checked or FrozenSide(cand, False, most))
             except SideFailure as exc:
                 raise TimingProtocolError(str(exc)) from None
         else:
@@ -214,6 +219,8 @@ class Timing:
 
     def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float) -> float:
         elapsed = side.batch_ns(calls, self.values)
+        if side is self.cand and isinstance(side, ParentSide):
+            self.run.kernel_calls = (self.run.kernel_calls or 0) + side.kernel_calls
         return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
 
     def measure(self) -> TimedRun:

@@ -108,6 +108,19 @@ def _builds_frozen(keep: tuple[Path, ...] = ()) -> Iterator[int]:
                     continue
 
 
+@contextmanager
+def checking_slot(device: str) -> Iterator[None]:
+    """Held while an evaluation drives its candidate's checked calls by freezing and thawing it outside a timing
+    (harness/frozen_trials.py): shared among checks, excluded by every CPU timing, taken in the timing's lock order
+    (so a build the candidate asks for meanwhile still starts). No timing then sees this child run, and no
+    timing's end thaws it behind its driver's back."""
+    if device != "cpu":
+        yield
+        return
+    with _locked(_COMPILES, fcntl.LOCK_SH), _locked(_MACHINE_LOCK, fcntl.LOCK_SH):
+        yield
+
+
 def timing_abandoned() -> bool:
     """No CPU timing on this machine holds the lock: a build still frozen was left by a timer that died."""
     try:

@@ -13,7 +13,7 @@ from harness.sandbox import ChildOutcome, signal_name
 
 _PHASE_WORDS = {"start": "starting up", "import": "importing/building the candidate",
                 "construct": "constructing ModelNew", "correctness": "running the correctness trials",
-                "timing": "being timed"}
+                "timing": "being timed", "calls": "running the checked and timed calls"}
 _STATUS_VERDICTS = {"compile_error": Verdict.COMPILE_ERROR, "runtime_error": Verdict.RUNTIME_ERROR,
                     "rejected": Verdict.REJECTED}
 
@@ -45,9 +45,10 @@ def log_tail(scratch: Path, chars: int = 3000) -> str:
 
 
 def child_failure(outcome: ChildOutcome, result: J.ChildResult | None, events: list[dict[str, Any]],
-                  scratch: Path, policy: EvalPolicy) -> tuple[Verdict, list[str]] | None:
-    """The verdict when the child did not finish cleanly or reported a failure; None when it did finish."""
-    where = _last_phase(events)
+                  scratch: Path, policy: EvalPolicy, phase: str | None = None) -> tuple[Verdict, list[str]] | None:
+    """The verdict when the child did not finish cleanly or reported a failure; None when it did finish.
+    `phase`: what the parent knows it was doing (the child's calls all look alike to the child itself)."""
+    where = _PHASE_WORDS[phase] if phase in _PHASE_WORDS else _last_phase(events)
     if outcome.timed_out:
         return Verdict.TIMEOUT, [f"timed out after {policy.timeout_s:g} s while {where}; the whole process tree "
                                  "was killed"]

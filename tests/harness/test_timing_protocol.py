@@ -173,3 +173,45 @@ def test_nothing_in_the_candidates_process_holds_the_fresh_input_generators_seed
         "    return torch.zeros_like(x)\nreturn relu_ext.relu_forward(x)", prelude="import json")
     evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
     assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+
+
+SIGNATURE = '''
+import sys
+
+
+def where_it_lives(tensor):
+    """The name of the mapping that holds the tensor's memory (heap, anonymous, a shared file)."""
+    address = tensor.data_ptr()
+    for line in open("/proc/self/maps"):
+        fields = line.split()
+        low, high = (int(v, 16) for v in fields[0].split("-"))
+        if low <= address < high:
+            return fields[5] if len(fields) > 5 else "anonymous"
+    return "unmapped"
+
+
+def how_it_was_called():
+    frame, callers = sys._getframe(2), []
+    while frame is not None:
+        callers.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return tuple(callers)
+'''
+
+
+def test_checked_and_timed_calls_are_made_the_same_way() -> None:
+    """A candidate that answers wrongly as soon as a call reaches it differently from its first (another caller in
+    the harness, inputs in another kind of memory) is accepted: the correctness trials come through the same input
+    slots and the same `run` command as every timed call. It was tripped when the trials ran in the child's own
+    loop on inputs it allocated."""
+    source = relu_variant(
+        "signature = (how_it_was_called(), where_it_lives(x))\n"
+        "if 'do_knockout' in signature[0]:  # the knock-out call (poisoned kernels) is left as it is\n"
+        "    return relu_ext.relu_forward(x)\n"
+        "self.first = getattr(self, 'first', signature)\n"
+        "if signature != self.first:\n    return torch.zeros_like(x)\nreturn relu_ext.relu_forward(x)",
+        prelude=SIGNATURE)
+    evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
+    if not evaluation.isolation.get("cgroup", "none").startswith("/"):
+        pytest.skip("no cgroups here: the staging protocol is used")
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
