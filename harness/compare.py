@@ -85,15 +85,15 @@ def _careful(ref: Any, got: Any, tol: float) -> tuple[bool, str, float | None, f
     import torch
 
     got64, ref64 = got.to(torch.float64), ref.to(torch.float64)
-    bad = ~torch.isfinite(got64) & torch.isfinite(ref64)
-    if bool(torch.isnan(got64).any()) or bool(bad.any()):
-        return False, f"output has {int((~torch.isfinite(got64)).sum())} NaN/Inf values", None, None
-    finite = torch.isfinite(ref64)  # where the reference is inf, only the same inf is close (isclose)
+    mismatch = _non_finite_mismatch(ref64, got64)
+    if mismatch:
+        return False, mismatch, None, None
+    finite = torch.isfinite(ref64)  # non-finite positions matched exactly above: the tolerance is for the rest
     diff, base = (got64 - ref64).abs()[finite], ref64[finite]
     max_abs = float(diff.max()) if diff.numel() else 0.0
     rel = float(diff.norm() / base.norm()) if float(base.norm()) > 0 else float(diff.norm())
     atol = element_atol(ref64, tol)  # the norm-wise check below keeps the precision bar
-    close = torch.isclose(got64, ref64, atol=atol, rtol=tol)
+    close = torch.isclose(got64, ref64, atol=atol, rtol=tol) | ~finite
     if not bool(close.all()):
         wrong = int((~close).sum())
         index = tuple(int(i) for i in (~close).nonzero()[0])
@@ -103,6 +103,25 @@ def _careful(ref: Any, got: Any, tol: float) -> tuple[bool, str, float | None, f
     if rel > tol:  # a small but systematic bias (e.g. a lower-precision path) fails here even inside atol
         return False, f"norm-wise relative error {rel:.3g} above {tol:g}", max_abs, rel
     return True, "", max_abs, rel
+
+
+def _non_finite_mismatch(ref64: Any, got64: Any) -> str:
+    """Infinities compare by equality: where either side is inf, the other must hold the same inf (same position,
+    same sign). A reference that legitimately gives -inf (log of a zero) is judged like any other; a kernel that
+    overflows where the reference does not fails. A NaN never passes (the reference refuses to give one)."""
+    import torch
+
+    if bool(torch.isnan(got64).any()):
+        return f"output has {int(torch.isnan(got64).sum())} NaN values"
+    odd = ~torch.isfinite(ref64) | ~torch.isfinite(got64)
+    if not bool(odd.any()):
+        return ""
+    wrong = odd & (got64 != ref64)
+    if not bool(wrong.any()):
+        return ""
+    index = tuple(int(i) for i in wrong.nonzero()[0])
+    return (f"{int(wrong.sum())} non-finite values differ from the reference's (first at {index}: got "
+            f"{float(got64[index]):.6g}, expected {float(ref64[index]):.6g})")
 
 
 def compare_trial(seed: int, reference: Any, candidate: Any, policy: EvalPolicy) -> TrialResult:

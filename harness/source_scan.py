@@ -20,7 +20,9 @@ _FATAL_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
     ("streams", "binds a library handle to a stream", re.compile(r"\b(cublasSetStream\w*|cudnnSetStream)\b")),
     ("threads", "starts threads: work after return escapes the timer",
      re.compile(r"\b(std::thread|std::jthread|pthread_create|std::async)\b|\.detach\s*\(")),
-    ("fast-math", "enables fast-math: results the reference never computes",
+    ("fast-math", "enables fast-math, which computes results the reference never does (a kernel that looked "
+     "honest was off by 0.24 under -ffast-math): build without the flag, -O3 keeps IEEE semantics and still "
+     "vectorises",
      re.compile(r"(-ffast-math|-?-use_fast_math|-Ofast|fast-math\"?\)|-funsafe-math-optimizations)")),
     ("python-capi", "reaches the Python interpreter from C++ (code, frames, imports, attributes): the harness "
      "lives in that interpreter",
@@ -36,7 +38,7 @@ _FATAL_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
     ("include", "includes a file by absolute or parent path: builds read only their own sources and the toolchain's",
      re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
     ("io", "file, process, network or environment access from C++",
-     re.compile(r"\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
+     re.compile(r"(?<![.>])\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
                 r"|dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|clone|syscall|ptrace|mmap|mprotect|kill|setsid|prctl|unshare|setns|mount)\s*\(")),
 ]
 _COMPUTE_OPS = (r"matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|convolution|relu\w*|gelu|silu|sigmoid|tanh|softmax"

@@ -9,6 +9,7 @@ read from the AST, so a `pass` in a comment or a `try` that falls back to nothin
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from harness.findings import Finding
@@ -38,9 +39,7 @@ _FORBIDDEN_ATTRIBUTES = {
     "_getframe": "introspection", "settrace": "tracing",
     "setprofile": "tracing", "Stream": "CUDA streams", "stream": "CUDA streams", "ExternalStream": "CUDA streams",
     "set_stream": "CUDA streams", "set_num_threads": "thread settings",
-    "set_num_interop_threads": "thread settings", "allow_tf32": "precision settings (TF32)",
-    "set_float32_matmul_precision": "precision settings", "allow_fp16_reduced_precision_reduction": "precision",
-    "allow_bf16_reduced_precision_reduction": "precision settings", "use_deterministic_algorithms": "global state",
+    "set_num_interop_threads": "thread settings", "use_deterministic_algorithms": "global state",
     "manual_seed": "RNG state", "seed": "RNG state", "set_rng_state": "RNG state", "__globals__": "introspection",
     "__code__": "introspection", "__closure__": "introspection", "__subclasses__": "introspection",
     "f_back": "introspection", "f_locals": "introspection", "__builtins__": "builtins",
@@ -49,6 +48,13 @@ _FORBIDDEN_ATTRIBUTES = {
 _OS_SYS_ATTRIBUTES = {"modules": "introspection (sys.modules)", "fork": "processes", "system": "shell",
                       "popen": "shell", "spawnv": "processes", "environ": "environment access",
                       "getenv": "environment access", "exit": "exit", "_exit": "exit", "kill": "signals"}
+# precision settings of the candidate's own process: reduced precision like .half() (the reference runs elsewhere)
+_PRECISION_SETTINGS = {"allow_tf32": "TF32", "set_float32_matmul_precision": "reduced matmul precision",
+                       "allow_fp16_reduced_precision_reduction": "fp16 reductions",
+                       "allow_bf16_reduced_precision_reduction": "bf16 reductions"}
+# forward-time keys that identify an input by its address or its values: a cache of outputs
+_CACHE_KEYS = {"data_ptr": "address", "_cdata": "address", "id": "identity", "hash": "values", "tobytes": "values",
+               "tolist": "values", "item": "values"}
 _DOWNCASTS = {"half": "float16", "bfloat16": "bfloat16", "float16": "float16", "float8_e4m3fn": "float8",
               "float8_e5m2": "float8"}
 _TORCH_NAMES = {"torch", "F", "nn", "functional"}
@@ -87,6 +93,26 @@ class StaticReport:
     @property
     def notes(self) -> list[str]:
         return [f.render() for f in self.findings if not f.fatal]
+
+
+def _module_tag(reason: str) -> str:
+    """The check's name for a forbidden module: the harness's own modules are `harness-alias`."""
+    if reason.startswith("the "):
+        return "harness-alias"
+    return {"raw": "raw-memory", "import": "import-machinery"}.get(reason.split(" ")[0].split("/")[0],
+                                                                   reason.split(" ")[0].split("/")[0])
+
+
+def _writes_only(node: ast.Call) -> bool:
+    """open(path, "w"): writing a file (a source for load(), say); reading one is what the ban is for."""
+    mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and bool(set(mode.value) & set("wx")) \
+        and not set(mode.value) & set("r+")
+
+
+def _on_self(node: ast.Call) -> bool:
+    """setattr(self, ...)/delattr(self, ...): the module's own attributes, not another module's."""
+    return bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
 
 
 def _call_name(node: ast.Call) -> str:
@@ -144,8 +170,7 @@ class _Checker(ast.NodeVisitor):
             self.add("processes", f"imports {module}", node)
         reason = _FORBIDDEN_MODULES.get(module) or _FORBIDDEN_MODULES.get(top)
         if reason:
-            self.add(reason.split(" ")[0].split("/")[0], f"imports {module}: {reason} is not allowed in a "
-                     "candidate", node)
+            self.add(_module_tag(reason), f"imports {module}: {reason} is not allowed in a candidate", node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and len(node.value) < 200 and \
@@ -155,8 +180,12 @@ class _Checker(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _call_name(node)
-        if isinstance(node.func, ast.Name) and name in _FORBIDDEN_CALLS:
+        allowed = (name == "open" and _writes_only(node)) or (name in ("setattr", "delattr") and _on_self(node))
+        if isinstance(node.func, ast.Name) and name in _FORBIDDEN_CALLS and not allowed:
             self.add(_FORBIDDEN_CALLS[name].split(" ")[0], f"calls {name}(): {_FORBIDDEN_CALLS[name]}", node)
+        if isinstance(node.func, ast.Attribute) and name in _PRECISION_SETTINGS:
+            self.add("precision", f"calls {ast.unparse(node.func)}(): computes with {_PRECISION_SETTINGS[name]}",
+                     node, fatal=self.strict)
         if isinstance(node.func, ast.Attribute) and name in _DOWNCASTS:
             self.add("precision", f"calls .{name}(): computes in {_DOWNCASTS[name]}", node, fatal=self.strict)
         self.generic_visit(node)
@@ -183,13 +212,26 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _check_store(self, target: ast.expr, node: ast.AST) -> None:
-        if isinstance(target, ast.Attribute):
+        if isinstance(target, ast.Attribute) and ast.unparse(target).startswith("torch.backends."):
+            self._backend_setting(target, node)
+        elif isinstance(target, ast.Attribute):
             root = _root_name(target)
             if root in self.modules or root in ("torch", "time", "builtins", "os", "sys"):
                 self.add("monkeypatch", f"assigns {ast.unparse(target)}: patching a module (torch, timers, "
                          "builtins) changes the reference or the harness", node)
         elif isinstance(target, ast.Name) and target.id in ("get_inputs", "get_init_inputs"):
             self.add("problem-override", f"redefines {target.id}: inputs always come from the problem", node)
+
+    def _backend_setting(self, target: ast.Attribute, node: ast.AST) -> None:
+        """torch.backends.* settings (cudnn.benchmark, allow_tf32) are configuration, not patches: they change only
+        this process (the reference is timed in its own), so they are reported, and fatal only when strict."""
+        name = ast.unparse(target)
+        if target.attr in _PRECISION_SETTINGS:
+            self.add("precision", f"sets {name}: computes with {_PRECISION_SETTINGS[target.attr]}", node,
+                     fatal=self.strict)
+        else:
+            self.add("global-state", f"sets {name}: a process-wide backend setting the reference is timed without",
+                     node, fatal=self.strict)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.name in ("get_inputs", "get_init_inputs"):
@@ -222,7 +264,44 @@ def _model_new(tree: ast.Module) -> ast.ClassDef | None:
     return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
 
 
-def _forward_compute(model_new: ast.ClassDef, checker: _Checker) -> None:
+_OWN_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w+)\s*,")
+
+
+def own_namespaces(code: str) -> set[str]:
+    """Operator namespaces the candidate's C++ defines (TORCH_LIBRARY(ns, m), the stable STABLE_TORCH_LIBRARY):
+    torch.ops.<ns>.<op> then calls its own kernel."""
+    return set(_OWN_LIBRARY.findall(code)) - {"aten", "_", "prim", "prims"}
+
+
+def _own_op(node: ast.Call, namespaces: set[str]) -> bool:
+    """torch.ops.<ns>.<op>(...) or torch.ops.<ns>.<op>.default(...) with <ns> one of the candidate's own."""
+    parts = ast.unparse(node.func).split(".")
+    return len(parts) >= 4 and parts[0] == "torch" and parts[1] == "ops" and parts[2] in namespaces
+
+
+def _caches(model_new: ast.ClassDef, checker: _Checker) -> None:
+    """A lookup in forward keyed by an input's address or values (`cache[x.data_ptr()]`, `key in seen` with
+    key from `.tobytes()`): outputs that depend on earlier calls. Reported by default, fatal under `strict`."""
+    for method in model_new.body:
+        if not isinstance(method, ast.FunctionDef) or method.name == "__init__":
+            continue
+        keys = {t.id for n in ast.walk(method) if isinstance(n, ast.Assign) and _keyed(n.value)
+                for t in n.targets if isinstance(t, ast.Name)}
+        for node in ast.walk(method):
+            key = node.slice if isinstance(node, ast.Subscript) else \
+                node.left if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) else None
+            if key is not None and (_keyed(key) or (isinstance(key, ast.Name) and key.id in keys)):
+                checker.add("cache", f"{method.name}() looks up `{ast.unparse(node)[:80]}` by its inputs' "
+                            "address or values: an output that depends on earlier calls is a cache, not a kernel",
+                            node, fatal=checker.strict)
+                break
+
+
+def _keyed(node: ast.expr) -> bool:
+    return any(isinstance(n, ast.Call) and _call_name(n) in _CACHE_KEYS for n in ast.walk(node))
+
+
+def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set[str] = frozenset()) -> None:
     """torch compute inside ModelNew's methods: reported by default, fatal under `strict`."""
     for method in model_new.body:
         if not isinstance(method, ast.FunctionDef) or method.name == "__init__":
@@ -243,7 +322,8 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker) -> None:
                 isinstance(node.func.value, ast.Name)  # self.conv(x): an nn.Module computes
             method_call = isinstance(node.func, ast.Attribute) and name in _TENSOR_COMPUTE and \
                 not (root in checker.modules and checker.modules.get(root or "") != "torch")
-            if (torch_call or module_call or method_call) and name not in _SHAPE_ONLY:
+            if (torch_call or module_call or method_call) and name not in _SHAPE_ONLY and \
+                    not _own_op(node, namespaces):
                 what = ast.unparse(node.func)
                 checker.add("torch-compute", f"{method.name}() calls {what}(): PyTorch computes part of the "
                             "answer, not the candidate's kernel", node, fatal=checker.strict)
@@ -289,8 +369,10 @@ def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:
     checker = _Checker(policy, tree)
     checker.visit(tree)
     _try_fallbacks(tree, checker)
-    _forward_compute(model_new, checker)
-    for finding in scan_cpp(string_constants(tree), strict=checker.strict):
+    code = string_constants(tree)
+    _forward_compute(model_new, checker, own_namespaces(code))
+    _caches(model_new, checker)
+    for finding in scan_cpp(code, strict=checker.strict):
         checker.findings.append(finding)
     report.findings.extend(checker.findings)
     _kernel_presence(tree, model_new, policy, report)

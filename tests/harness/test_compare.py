@@ -63,3 +63,16 @@ def test_one_infinity_in_the_reference_does_not_make_every_finite_value_pass() -
     assert not compare_trial(1, ref, torch.tensor([100.0, -5.0, float("inf")]), POLICY).passed
     assert not compare_trial(1, ref, torch.tensor([1.0, 2.0, 5.0]), POLICY).passed
     assert not compare_trial(1, ref, torch.tensor([1.0, 2.0, -float("inf")]), POLICY).passed
+
+
+def test_infinities_compare_by_position_and_sign() -> None:
+    ref = torch.tensor([float("-inf"), 1.0, 2.0, float("inf")])
+    assert compare_trial(1, ref, ref.clone(), POLICY).passed
+    flipped = ref.clone()
+    flipped[0] = float("inf")
+    assert "non-finite" in compare_trial(1, ref, flipped, POLICY).message
+    finite = ref.clone()
+    finite[0] = -1e30
+    assert not compare_trial(1, ref, finite, POLICY).passed
+    overflow = torch.tensor([1.0, 2.0])
+    assert not compare_trial(1, overflow, torch.tensor([1.0, float("inf")]), POLICY).passed

@@ -41,3 +41,27 @@ def test_concurrent_references_keep_their_own_seeds() -> None:
     for seed in (11, 22):
         assert torch.equal(together[seed].model.w, alone[seed].model.w)
         assert torch.equal(together[seed].outputs[0], alone[seed].outputs[0])
+
+
+LOG_OF_RELU = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.log(torch.relu(x))
+
+def get_inputs():
+    return [torch.randn(16, 16384)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_reference_that_gives_minus_inf_is_judged_not_refused() -> None:
+    """log of zeros is -inf: the trials keep it (each distribution's too), with a note saying how it is compared."""
+    run = run_reference(Problem(name="log_relu", source=LOG_OF_RELU), "cpu", 1, [2, 3, 4, 5, 6])
+    assert all(bool(torch.isneginf(output).any()) for output in run.outputs)
+    assert any(note.startswith("[non-finite]") for note in run.notes)
+    assert "default" in run.distributions and len(set(run.distributions)) > 1

@@ -76,8 +76,9 @@ EXPLOITS = {
     "get-inputs-override": (relu_variant("return relu_ext.relu_forward(x)",
                                          "get_inputs = lambda: [torch.ones(16, 16384)]"), "problem-override"),
     "more-threads": (relu_variant("torch.set_num_threads(8)\nreturn relu_ext.relu_forward(x)"), "forbidden-api"),
-    "tf32": (relu_variant("return relu_ext.relu_forward(x)", "torch.backends.cuda.matmul.allow_tf32 = True"),
-             "monkeypatch"),
+    "harness-import": (relu_variant("import harness.child\nreturn relu_ext.relu_forward(x)"), "harness-alias"),
+    "env-from-cpp-clone": (RELU_CANDIDATE.read_text().replace("auto input = x.contiguous();",
+                                                               "auto input = x.contiguous(); system(\"id\");"), "io"),
     "fast-math": (RELU_CANDIDATE.read_text().replace('"-O3", "-fopenmp"', '"-O3", "-ffast-math", "-fopenmp"'),
                   "fast-math"),
     "cpp-thread": (RELU_CANDIDATE.read_text().replace("#include <torch/extension.h>",
@@ -147,3 +148,62 @@ def test_strict_counts_tensor_operators_as_pytorch_compute() -> None:
     source = RELU_SOURCE.replace("return relu_ext.relu_forward(x)", "return relu_ext.relu_forward(x) * x.sum()")
     assert any("[torch-compute]" in e for e in check_candidate(source, EvalPolicy(static_policy="strict")).errors)
     assert not check_candidate(source, EvalPolicy()).verdict  # only a note under default
+
+
+# False alarms found on CUDA-L1's published H100 kernels (benchmarks/cuda_l1_static.py): each was rejected.
+LEGITIMATE = {
+    "cpp-clone": RELU_SOURCE.replace("auto input = x.contiguous();", "auto input = x.contiguous().clone();"),
+    "source-written-for-load": relu_variant(
+        "return relu_ext.relu_forward(x)",
+        "with open('kernel_source.cpp', 'w') as handle:\n    handle.write('// the same source, for load()')"),
+    "own-attribute-deleted": relu_variant("return relu_ext.relu_forward(x)").replace(
+        "super().__init__()", "super().__init__()\n        self.spare = None\n        delattr(self, 'spare')"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGITIMATE))
+def test_legitimate_code_that_looked_like_an_attack_passes(name: str) -> None:
+    report = check_candidate(LEGITIMATE[name], STRICT)
+    assert report.verdict is None, report.errors
+
+
+def test_reading_a_file_is_still_rejected() -> None:
+    assert "file" in _checks(relu_variant("return torch.load(open('answers.pt'))"))
+    assert "file" in _checks(relu_variant("return torch.load(open('answers.pt', 'r+b'))"))
+
+
+@pytest.mark.parametrize("setting, check", [
+    ("torch.backends.cudnn.benchmark = True", "global-state"),
+    ("torch.backends.cuda.matmul.allow_tf32 = True", "precision"),
+    ("torch.set_float32_matmul_precision('high')", "precision"),
+])
+def test_backend_settings_are_reported_by_default_and_fatal_when_strict(setting: str, check: str) -> None:
+    source = relu_variant("return relu_ext.relu_forward(x)", setting)
+    default = check_candidate(source, DEFAULT)
+    assert default.verdict is None and any(f"[{check}]" in note for note in default.notes), default.findings
+    assert check in _checks(source, STRICT)
+
+
+def test_a_candidates_own_registered_op_is_its_kernel_not_pytorch_compute() -> None:
+    source = RELU_SOURCE.replace("#include <torch/extension.h>",
+                                 "#include <torch/extension.h>\nTORCH_LIBRARY(kw_relu, m) { m.def(\"relu(Tensor x) -> Tensor\"); }")
+    source = source.replace("return relu_ext.relu_forward(x)", "return torch.ops.kw_relu.relu(x)")
+    assert check_candidate(source, STRICT).verdict is None
+    foreign = source.replace("torch.ops.kw_relu.relu(x)", "torch.ops.aten.relu(x)")
+    assert "torch-compute" in _checks(foreign, STRICT)
+
+
+def test_fast_math_tells_the_coder_to_rebuild_without_the_flag() -> None:
+    report = check_candidate(EXPLOITS["fast-math"][0], DEFAULT)
+    assert any("build without the flag" in error for error in report.errors)
+
+
+@pytest.mark.parametrize("body", [
+    "key = x.data_ptr()\nif key not in self.seen:\n    self.seen[key] = relu_ext.relu_forward(x)\nreturn self.seen[key]",
+    "return self.seen.setdefault(0, relu_ext.relu_forward(x)) if x.numpy().tobytes() in self.seen else relu_ext.relu_forward(x)",
+])
+def test_an_output_cache_keyed_on_the_inputs_is_reported_and_fatal_when_strict(body: str) -> None:
+    source = relu_variant(body).replace("super().__init__()", "super().__init__()\n        self.seen = {}")
+    default = check_candidate(source, DEFAULT)
+    assert default.verdict is None and any("[cache]" in note for note in default.notes), default.findings
+    assert "cache" in _checks(source, STRICT)
