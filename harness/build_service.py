@@ -85,7 +85,7 @@ class BuildService:
     """Serves one evaluation's build requests and records every build for the parent's report."""
 
     def __init__(self, cache_root: Path, mode: str, limits: Limits, extra_cuda_cflags: list[str] | None = None,
-                 cuda_arch: str = "sm_90") -> None:
+                 cuda_arch: str = "sm_90", max_builds: int = 8, budget_s: float = 1800.0) -> None:
         import torch
 
         self.cache_root = cache_root
@@ -95,6 +95,8 @@ class BuildService:
         self.cuda_arch = cuda_arch
         self.torch_version = torch.__version__
         self.records: list[dict[str, Any]] = []
+        self.max_builds, self.budget_s = max_builds, budget_s
+        self.limit_hit: str | None = None  # why builds were refused from some point on (the verdict's reason)
         self.headers = PrecompiledHeaders(cache_root, limits)
         remove_stale_builds(cache_root)  # work folders of builds whose parent was killed
 
@@ -108,6 +110,9 @@ class BuildService:
             arguments["extra_cuda_cflags"] = _strings(arguments.get("extra_cuda_cflags")) + self.extra_cuda_cflags
         keyed = {k: v for k, v in arguments.items() if k not in _NOT_KEYED}
         key = build_key(f"{self.mode}:{kind}", keyed, self.torch_version)
+        refused = self._over_limit(key)
+        if refused:
+            return {"ok": False, "error": refused}
         record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "cuda": cuda,
                                   "folder": str(self.cache_root / key), "source_text": _source_text(keyed)[:200_000]}
         self.records.append(record)
@@ -119,6 +124,20 @@ class BuildService:
 
             record["sass"] = sass_mix(Path(record["binary"]))
         return reply
+
+    def _over_limit(self, key: str) -> str | None:
+        """Why a build of `key` is refused: too many distinct builds, or the builds' time spent. Once hit, every
+        later request is refused too (a candidate that asks for build after build gets one clear verdict)."""
+        if self.limit_hit is None:
+            spent = sum(r.get("seconds", 0.0) for r in self.records)
+            distinct = {r["key"] for r in self.records}
+            if key not in distinct and len(distinct) >= self.max_builds:
+                self.limit_hit = (f"[build-limit] the candidate requested more than {self.max_builds} distinct builds "
+                                  "(max_builds): build one extension (or a few) at import time")
+            elif spent >= self.budget_s:
+                self.limit_hit = (f"[build-limit] the candidate's builds took {spent:.0f} s, its budget is "
+                                  f"{self.budget_s:g} s (build_budget_s): no further build was started")
+        return self.limit_hit
 
     def _cached(self, key: str, record: dict[str, Any]) -> dict[str, Any] | None:
         folder = self.cache_root / key

@@ -37,7 +37,8 @@ def build_service(device: str, policy: EvalPolicy) -> BuildService:
     mode = f"nvcc-compile-only-{policy.cuda_arch}" if device == "cuda-compile-only" else "native"
     limits = Limits(timeout_s=policy.build_timeout_s, memory_mb=policy.memory_limit_mb, address_space_limit=False)
     return BuildService(build_cache_dir(), mode, limits,
-                        extra_cuda_cflags=["-Xptxas", "-v"] if device == "cuda" else None, cuda_arch=policy.cuda_arch)
+                        extra_cuda_cflags=["-Xptxas", "-v"] if device == "cuda" else None, cuda_arch=policy.cuda_arch,
+                        max_builds=policy.max_builds, budget_s=policy.build_budget_s)
 
 
 @dataclass

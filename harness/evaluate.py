@@ -26,7 +26,8 @@ from harness.records import Evaluation, Verdict
 from harness.reference import ReferenceRun, run_reference
 from harness.roofline import roofline
 from harness.sandbox import ChildOutcome
-from harness.scratch import read_result, save_inputs, scratch_folder
+from harness.scratch import read_result, save_inputs, scratch_folder, scratch_full
+from harness.scratch_quota import is_quota
 from harness.session import ChildSession, ChildStopped
 from harness.shared_slots import SharedSlots
 from harness.source_scan import scan_built_sources
@@ -185,6 +186,11 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
             outcome = session.close()
         evaluation.build = {"builds": [{k: v for k, v in b.items() if k != "source_text"} for b in builds.records]}
         _decide(evaluation, problem, scratch, outcome, reference, policy, run, builds.records)
+        evaluation.isolation["scratch_quota_mb"] = policy.scratch_limit_mb if is_quota(scratch) else None
+        limit = builds.limit_hit or scratch_full(scratch, job)
+        if limit:  # whatever the child made of its refused build or write, this is why
+            evaluation.verdict = Verdict.REJECTED
+            evaluation.reasons.insert(0, limit)
 
 
 @contextmanager

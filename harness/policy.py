@@ -30,6 +30,12 @@ class EvalPolicy(BaseModel):
                              "timing; time spent building its extensions is not on it.")
     build_timeout_s: float = Field(900.0, gt=0, description="Wall clock of each extension build (a slow nvcc "
                                    "under load is a compile error with this reason, never a `timeout`).")
+    max_builds: int = Field(8, ge=1, description="Most distinct extension builds one evaluation may request (cached "
+                            "ones included): past it every build is refused and the verdict says so.")
+    build_budget_s: float = Field(1800.0, gt=0, description="Most wall time all of one evaluation's builds may take "
+                                  "together (the run clock pauses while building, so this is what bounds them).")
+    scratch_limit_mb: int = Field(1024, ge=16, description="What the candidate may write to its scratch folder, "
+                                  "enforced by the kernel (a tmpfs of this size, where kernelwright runs as root).")
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
     cpu_threads: int = Field(1, ge=1, description="Threads for reference and candidate on the CPU device.")
     cuda_arch: str = Field("sm_90", description="Target of compile-only CUDA builds (sm_90: H100/H200).")

@@ -3,6 +3,7 @@ kernel's C++ source (so one cached build serves them all) and misbehave in Pytho
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 
@@ -127,3 +128,38 @@ def test_forward_that_raises_while_timed_is_a_runtime_error() -> None:
     evaluation = _evaluate(source)
     assert evaluation.verdict is Verdict.RUNTIME_ERROR, evaluation.reasons
     assert "kernel launch failed" in evaluation.reasons[0]
+
+
+def test_a_candidate_that_asks_for_build_after_build_gets_one_clear_verdict() -> None:
+    """Its first build is the bundled ReLU (cached); the second distinct source is past max_builds=1, refused
+    before any compiler runs, and the verdict names the limit (whatever the candidate made of the refusal)."""
+    source = relu_variant("return relu_ext.relu_forward(x)", prelude=(
+        "for k in range(40):\n"
+        "    try:\n"
+        "        load_inline(name=f'more_{k}', cpp_sources=f'int f{k}() {{ return {k}; }}', functions=[f'f{k}'])\n"
+        "    except Exception:\n"
+        "        pass"))
+    evaluation = evaluate(RELU, source, "cpu", EvalPolicy(timing_budget_s=0.1, static_policy="off", max_builds=1))
+    assert evaluation.verdict is Verdict.REJECTED
+    assert evaluation.reasons[0].startswith("[build-limit]") and "max_builds" in evaluation.reasons[0]
+    assert len(evaluation.build["builds"]) == 1
+
+
+def test_a_candidate_that_fills_its_scratch_folder_is_stopped_by_the_kernel_and_told_which_limit() -> None:
+    """It writes 1 MB blocks to new files until something stops it (evading the static ban on open() by writing
+    through pathlib): the tmpfs quota refuses the writes at scratch_limit_mb, never the disk or the memory limit."""
+    source = relu_variant("return relu_ext.relu_forward(x)", prelude=(
+        "import pathlib\nblock = b'x' * (1 << 20)\n"
+        "for k in range(4096):\n"
+        "    try:\n"
+        "        pathlib.Path(f'spill_{k}.bin').write_bytes(block * 8)\n"
+        "    except OSError:\n"
+        "        break"))
+    if os.geteuid() != 0:
+        pytest.skip("no scratch quota here (kernelwright is not root)")
+    evaluation = evaluate(RELU, source, "cpu", EvalPolicy(timing_budget_s=0.1, static_policy="off",
+                                                           scratch_limit_mb=64))
+    assert evaluation.isolation.get("scratch_quota_mb") == 64
+    assert evaluation.verdict is Verdict.REJECTED
+    assert evaluation.reasons[0].startswith("[scratch-limit]") and "64 MB" in evaluation.reasons[0]
+    assert "memory limit" not in " ".join(evaluation.reasons)
