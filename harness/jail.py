@@ -3,8 +3,9 @@
 The launcher unshares PID, mount and network namespaces and forks; its child becomes PID 1 of the new PID
 namespace (so every process the candidate starts, double forks included, dies with it), mounts a /proc that shows
 only that namespace (no ancestor's environment or memory is reachable), remounts every file system read-only except
-the given writable folders, /dev and fresh private /tmp and /dev/shm (where `--visible` folders that live under
-them, such as an interpreter or build cache in /tmp, are bound back read-only), drops every capability (it cannot remount,
+the given writable folders, /dev and fresh private /tmp, /dev/shm and home folders (where credentials live; the
+`--visible` folders that live under them, such as an interpreter, the project or a build cache, are bound back
+read-only, and writable ones writable), drops every capability (it cannot remount,
 trace, or leave its cgroup) and execs COMMAND. Where the OS refuses a step the command still runs; the parent
 reads what actually holds from /proc and records it with the evaluation (see `containment_facts`).
 """
@@ -48,19 +49,35 @@ def _under(path: str, folders: list[str]) -> bool:
     return any(path == f or path.startswith(f.rstrip("/") + "/") for f in folders)
 
 
+def _homes() -> list[str]:
+    """Where users keep credentials (~/.netrc, ~/.aws, API keys in dotfiles): the home folders, hidden."""
+    import pwd
+
+    try:
+        own = [pwd.getpwuid(os.getuid()).pw_dir]
+    except KeyError:
+        own = []
+    return [h for h in dict.fromkeys(own + ["/root", "/home"]) if h not in ("/", "")]
+
+
 def _seal_file_systems(writable: list[str], visible: list[str]) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates to the host
-    private = [t for t in ("/tmp", "/dev/shm") if os.path.isdir(t) and not any(_under(w, [t]) for w in writable)]
-    hidden = [(v, os.open(v, os.O_PATH | os.O_DIRECTORY)) for v in visible if os.path.isdir(v) and _under(v, private)]
+    private = [t for t in ("/tmp", "/dev/shm", *_homes()) if os.path.isdir(t)]
+    # folders under them that the child needs come back through handles opened before they are covered, parents
+    # first: the interpreter and the project read-only, the scratch folder writable
+    kept = sorted(((f, os.open(f, os.O_PATH | os.O_DIRECTORY), f in writable) for f in dict.fromkeys(visible + writable)
+                   if os.path.isdir(f) and _under(f, private)), key=lambda k: len(k[0]))
     for target in private:  # private and empty: no state survives from one evaluation to the next
         _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
-    for folder, handle in hidden:  # what we need from under them comes back, read-only
+    for folder, handle, rw in kept:
         os.makedirs(folder, exist_ok=True)
         _mount(f"/proc/self/fd/{handle}", folder, None, MS_BIND | MS_REC)
-        _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        if not rw:
+            _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(handle)
     for folder in writable:
-        _mount(folder, folder, None, MS_BIND | MS_REC)
+        if not _under(folder, private):
+            _mount(folder, folder, None, MS_BIND | MS_REC)
     keep = writable + private + ["/proc", "/dev"]
     for point, flags in _mount_points():
         if _under(point, keep):

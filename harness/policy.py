@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+# the environment variable that allows static_policy='off': set by tests/conftest.py, never by a user
+STATIC_OFF_SWITCH = "KERNELWRIGHT_TEST_STATIC_OFF"
 
 
 class EvalPolicy(BaseModel):
@@ -16,7 +20,17 @@ class EvalPolicy(BaseModel):
     atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
     static_policy: Literal["strict", "default", "off"] = Field(
         "default", description="strict: forward's compute must all be the candidate's kernels; default: library "
-        "compute allowed but reported; off: only syntax/ModelNew/kernel presence (for harness tests).")
+        "compute allowed but reported; off: only syntax/ModelNew/kernel presence, a test-only switch (it needs "
+        f"{STATIC_OFF_SWITCH}=1, which the test suite sets) for proving the runtime contains what the static "
+        "policy would have stopped.")
+
+    @field_validator("static_policy")
+    @classmethod
+    def _off_only_in_tests(cls, value: str) -> str:
+        if value == "off" and os.environ.get(STATIC_OFF_SWITCH) != "1":
+            raise ValueError(f"static_policy 'off' is a test-only switch ({STATIC_OFF_SWITCH}=1): use strict or "
+                             "default")
+        return value
     require_custom_kernel: bool = Field(
         True, description="Reject candidates that never build a kernel of their own (load_inline / load).")
     warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")

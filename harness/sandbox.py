@@ -17,8 +17,9 @@ from harness.cgroups import ControlGroup
 
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
                    "NVIDIA_VISIBLE_DEVICES", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "SYSTEMROOT")
-# Test-only switch (tests/harness/test_gpu_machine.py), never a user option: a CPU child traps every CUDA query.
-_TEST_SWITCHES = ("KERNELWRIGHT_TEST_TRAP_CUDA",)
+# Test-only switches, never user options: a CPU child traps every CUDA query (tests/harness/test_gpu_machine.py);
+# a job may turn the static policy off (harness/policy.py), so its child must be able to read that job back.
+_TEST_SWITCHES = ("KERNELWRIGHT_TEST_TRAP_CUDA", "KERNELWRIGHT_TEST_STATIC_OFF")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _TOKEN_VARIABLE = "KERNELWRIGHT_EVAL_TOKEN"
 _POLL_S = 0.05

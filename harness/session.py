@@ -34,10 +34,15 @@ class ChildStopped(Exception):
 
 
 def needed_folders() -> list[Path]:
-    """What every jailed process must still see if it lives under /tmp: the interpreter, the project, the cache."""
+    """What every jailed process must still see if it lives under /tmp or a home folder (both hidden): the
+    interpreter, user site-packages, the project, the build cache."""
+    import site
+
     from harness.paths import build_cache_dir
 
-    return [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).resolve().parents[1], build_cache_dir()]
+    user_site = Path(site.getusersitepackages()) if site.ENABLE_USER_SITE else None
+    return [Path(sys.prefix), Path(sys.base_prefix), *([user_site] if user_site and user_site.is_dir() else []),
+            Path(__file__).resolve().parents[1], build_cache_dir()]
 
 
 def jailed_command(writable: list[Path], command: list[str]) -> list[str]:

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+
+# the test-only switch that lets a test turn the static policy off (harness/policy.py): the runtime must contain
+# what the static policy would have stopped
+os.environ["KERNELWRIGHT_TEST_STATIC_OFF"] = "1"
 
 REPO = Path(__file__).resolve().parent.parent
 BUNDLED = REPO / "kernelbench" / "bundled"

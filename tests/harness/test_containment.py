@@ -27,11 +27,29 @@ def _jailed(tmp_path: Path, script: str) -> str:
 
 
 def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach(tmp_path: Path) -> None:
-    store = tmp_path / "kernelwright.db"
+    store = Path(__file__).with_name(f"store-{os.getpid()}.db")  # beside the code: visible, read-only
     store.write_text("rows")
-    log = _jailed(tmp_path, f"echo forged >> {store}; touch {tmp_path}/planted.so; touch ok && echo own-folder-ok")
-    assert store.read_text() == "rows" and not (tmp_path / "planted.so").exists()
-    assert "own-folder-ok" in log and "Read-only file system" in log
+    try:
+        log = _jailed(tmp_path, f"echo forged >> {store}; touch {store.parent}/planted.so; touch ok && echo own-folder-ok")
+        assert store.read_text() == "rows" and not store.with_name("planted.so").exists()
+        assert "own-folder-ok" in log and "Read-only file system" in log
+    finally:
+        store.unlink()
+
+
+def test_files_in_home_folders_and_tmp_are_out_of_sight(tmp_path: Path) -> None:
+    """Credentials in a home folder (~/.netrc) and files of other programs in /tmp: the jail covers both with
+    empty private folders, and only what the child needs (the interpreter, the project) comes back."""
+    home = Path(os.path.expanduser("~"))
+    secret = home / f".kernelwright-test-secret-{os.getpid()}"
+    secret.write_text("sk-must-not-leak")
+    beside = tmp_path / "other-program.txt"
+    beside.write_text("sk-must-not-leak")
+    try:
+        log = _jailed(tmp_path, f"cat {secret} {beside} 2>&1; ls {home} | wc -l; echo done")
+    finally:
+        secret.unlink()
+    assert "sk-must-not-leak" not in log and "done" in log
 
 
 def test_no_ancestor_process_or_its_secrets_are_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
