@@ -2,14 +2,16 @@
 `randn`); kernels that only work there (a skipped sign branch, subsampling, an analytical shortcut) fail when
 the same shapes are filled from other distributions. Each keeps the sample's sign and range so the problem's
 domain (positive inputs for `log`, probabilities in [0, 1]) still holds, except the signed variant of `uniform`,
-used wherever the reference stays finite on it, and `large` (the problem's own sample times 100) that
-numerically unsafe kernels (a softmax without max-subtraction) fail."""
+used wherever the reference stays finite on it, and `large`: the sample scaled to magnitudes up to 1000 where the
+reference handles them (else the sample times 100, in its domain), that numerically unsafe kernels (a softmax
+without max-subtraction, a softplus without its threshold) fail, whatever the problem's own scale."""
 
 from __future__ import annotations
 
 from typing import Any
 
 DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky", "large")
+_LARGEST = 1000.0  # far past float32 exp()'s overflow at 88.7: a softmax or softplus without its guard fails
 
 
 def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
@@ -30,6 +32,9 @@ def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
         fresh = torch.randn(shape, generator=generator) * 0.01 * scale
         spikes = torch.rand(shape, generator=generator) < 0.01
         fresh[spikes] = torch.randn(int(spikes.sum()), generator=generator).sign() * 10 * scale
+    elif name == "large" and not keep_sign:  # the widest range a caller sends: |x| up to 1000 whatever the sample's
+        fresh = value.double() * (_LARGEST / max(abs(low), abs(high), 1e-30))  # scale ([0, 1] inputs included)
+        return fresh.to(device=value.device, dtype=dtype)
     elif name == "large":  # large magnitudes: logits around +-100, where an unguarded exp() overflows
         if low >= 0 and high <= 1.0:
             return value  # probabilities: no larger value is in the domain

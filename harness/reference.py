@@ -122,10 +122,16 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
 
 
 def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: str, seed: int, device: str) -> None:
-    variants = [("signed_uniform", False), ("uniform", True)] if distribution == "uniform" else [(distribution, True)]
+    variants = {"uniform": [("signed_uniform", False), ("uniform", True)],
+                "large": [("large", False), ("large_x100", True)]}.get(distribution, [(distribution, True)])
     for label, keep_sign in variants if distribution != "default" else []:
         redrawn = apply_distribution(inputs, distribution, seed, keep_sign=keep_sign)
-        output, mutated = _run_once(model, redrawn, device)
+        try:
+            output, mutated = _run_once(model, redrawn, device)
+        except ProblemError:
+            raise
+        except Exception:  # outside the reference's domain (it raises there): the next variant
+            continue
         if _finite(output) or (_any_finite(output) and not _has_nan(output)
                                and not _finite(_run_once(model, inputs, device)[0])):  # inf where the default has it
             run.trial_inputs.append(redrawn)
