@@ -374,9 +374,9 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         return
     if run.degenerate:
         evaluation.verdict = Verdict.DEGENERATE
-        evaluation.reasons.insert(0, f"[degenerate-problem] correct, but trivial outputs ({', '.join(run.degenerate)}) "
-                                  "pass every trial of this problem too: correctness here proves nothing, so no "
-                                  "speedup is reported")
+        evaluation.reasons.insert(0, f"[degenerate-problem] correct, but trivial answers pass every trial of this "
+                                  f"problem too ({'; '.join(run.degenerate)}): correctness here proves nothing, so "
+                                  "no speedup is reported")
         return
     if run.timed is not None:
         _judge_timing(evaluation, run.timed)

@@ -101,3 +101,33 @@ def test_a_correct_candidate_on_a_degenerate_problem_gets_no_speedup() -> None:
     evaluation = evaluate(softmax_of_one, candidate, "cpu", policy)
     assert evaluation.verdict is Verdict.DEGENERATE, evaluation.reasons
     assert evaluation.speedup is None and "timing" not in evaluation.phase_seconds
+
+
+BRANCH_UNDER_TOLERANCE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(x) + 1e-7 * self.conv(x)  # the expensive branch contributes under the tolerance
+
+def get_inputs():
+    return [torch.randn(2, 4, 16, 16)]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_term_under_the_tolerance_makes_the_problem_degenerate_for_it() -> None:
+    """A kernel that skips the conv is correct at these parameters: the problem is reported degenerate for that
+    term (no speedup), while the term that counts is not."""
+    problem = problem_from_source(BRANCH_UNDER_TOLERANCE, "branch")
+    passing = passing_canaries(run_reference(problem, "cpu", 0, [1, 2, 3, 4, 5]), EvalPolicy())
+    assert passing == ["the reference without `mul = 1e-07 * conv`"], passing
+    counted = problem_from_source(BRANCH_UNDER_TOLERANCE.replace("1e-7", "0.5"), "branch_counted")
+    assert passing_canaries(run_reference(counted, "cpu", 0, [1, 2, 3, 4, 5]), EvalPolicy()) == []
