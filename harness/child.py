@@ -307,12 +307,14 @@ class Child:
         return {"status": "ok"}
 
     def do_knockout(self, command: dict[str, Any]) -> dict[str, Any]:
-        """One call on trial 0's inputs with every kernel function poisoned: its output must be wrong."""
+        """One call on inputs no other call used (trial 0's shapes, other values) with every kernel function poisoned:
+        its output must be wrong."""
         import torch
 
         if not self.switch.wrapped:
             return {"status": "ok", "checked": False}
-        inputs = to_device(cloned(self.payload["trials"][0]["inputs"]), self.job.device)
+        knockout = self.payload.get("knockout") or self.payload["trials"][0]["inputs"]
+        inputs = to_device(cloned(knockout), self.job.device)
         self.switch.poison = True
         try:
             output = _call(self.model, inputs)

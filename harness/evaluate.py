@@ -18,7 +18,7 @@ from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
 from harness.frozen_calls import FrozenSide, SideFailure, parent_driven, slot_count
-from harness.frozen_trials import run_trials
+from harness.frozen_trials import CheckedTrials, cache_finding, run_trials
 from harness.integrity import flatten
 from harness.nvml import telemetry_flags
 from harness.policy import EvalPolicy
@@ -149,6 +149,7 @@ class _Run:
         self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
         self.findings: list[str] = []  # decisive findings of the parent-driven trials
         self.phase: str | None = None  # "correctness" while the parent drives the trials
+        self.checked: CheckedTrials | None = None  # what the parent-driven trials saw
 
     def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
@@ -294,7 +295,7 @@ def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run, re
     finally:
         session.thaw()
         evaluation.phase_seconds["correctness"] = time.perf_counter() - started
-    run.findings, run.phase = (checked.findings if policy.hardening else []), None
+    run.findings, run.phase, run.checked = (checked.findings if policy.hardening else []), None, checked
     return checked.outputs
 
 
@@ -378,6 +379,13 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
                                   f"problem too ({'; '.join(run.degenerate)}): correctness here proves nothing, so "
                                   "no speedup is reported")
         return
+    if run.timed is not None and run.checked is not None and policy.hardening and run.timed.kernel_calls:
+        cached = cache_finding(run.checked, run.timed.kernel_calls, run.timed.candidate_calls)
+        if cached and policy.static_policy == "strict":
+            evaluation.verdict = Verdict.REJECTED
+            evaluation.reasons.insert(0, cached)
+            return
+        evaluation.reasons += [cached] if cached else []
     if run.timed is not None:
         _judge_timing(evaluation, run.timed)
         if evaluation.accepted:
@@ -398,8 +406,8 @@ def _kernel_use(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, 
                         "what was timed is some other code path")
     if run.knockout and (scratch / J.KNOCKOUT_FILE).exists():
         knocked = _load(scratch / J.KNOCKOUT_FILE)
-        if knocked is not None and compare_trial(reference.trial_seeds[0], reference.outputs[0], knocked,
-                                                 policy).passed:
+        expected = reference.outputs[0] if reference.knockout_output is None else reference.knockout_output
+        if knocked is not None and compare_trial(reference.trial_seeds[0], expected, knocked, policy).passed:
             findings.append("[ghost-kernel] with every function of the candidate's extension poisoned, forward() "
                             "still returned the right answer: the kernel does not compute the measured output")
     return findings
@@ -440,7 +448,7 @@ def _judge_outputs(evaluation: Evaluation, outputs: Any, reference: ReferenceRun
         trial.distribution = reference.distributions[index]
         evaluation.trials.append(trial)
         if not trial.passed:
-            which = " (on the call after the reference ran)" if results[0].passed and len(results) > 1 else ""
+            which = " (on a repeated call)" if results[0].passed and len(results) > 1 else ""
             failures.append(f"[correctness] trial {index + 1} of {len(outputs)} ({trial.distribution} inputs)"
                             f"{which}: {trial.message}")
     evaluation.verdict = Verdict.INCORRECT if failures else Verdict.ACCEPTED

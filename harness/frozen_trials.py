@@ -26,18 +26,22 @@ _IDLE_S = 0.005  # how long the child runs idle before its outputs are read agai
 
 @dataclass
 class CheckedTrials:
-    outputs: list[Any] = field(default_factory=list)  # per trial, its whole output as read from the child
+    outputs: list[Any] = field(default_factory=list)  # per trial, the whole output of each of its calls
     findings: list[str] = field(default_factory=list)  # `[check] reason`, decisive
     kernel_calls: int = 0  # the candidate's kernel calls during the trials, as its process reported them
+    calls: int = 0  # forward calls made (every trial once, one of them twice)
 
 
 def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Random,
                mutating_reference: bool) -> CheckedTrials:
-    """Every trial once, in a secret order, in batches no larger than the slots. Raises SideFailure (with
-    `reply` when the candidate reported its own failure)."""
+    """Every trial once, in a secret order, in batches no larger than the slots, and the first of them again at
+    the end in another slot: a cache keyed on input values hits there (its kernel calls show it, see
+    `cache_finding`), and both calls' outputs are judged. Raises SideFailure (with `reply` when the candidate
+    reported its own failure)."""
     order = list(range(len(trial_inputs)))
     rng.shuffle(order)
-    checked = CheckedTrials(outputs=[None] * len(trial_inputs))
+    order.append(order[0])
+    checked = CheckedTrials(outputs=[[] for _ in trial_inputs])
     width = max(1, len(side.slots))
     for start in range(0, len(order), width):
         chunk = order[start:start + width]
@@ -56,9 +60,24 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
             checked.findings.append("[work-after-return] an output kept changing after forward() returned (work "
                                     "on another thread finished later)")
         for trial, output in zip(chunk, outputs):
-            checked.outputs[trial] = output
+            checked.outputs[trial].append(output)
+        checked.calls += len(chunk)
     checked.findings = list(dict.fromkeys(checked.findings))
     return checked
+
+
+def cache_finding(checked: CheckedTrials, timed_kernel_calls: int, timed_calls: int) -> str | None:
+    """`[cache]` when the trials made fewer kernel calls than every timed call makes (the same number each, so
+    a steady count per call): a call among them, likely the repeated input set, was answered from an earlier
+    call's output instead of the kernel."""
+    if not timed_calls or not timed_kernel_calls or timed_kernel_calls % timed_calls:
+        return None
+    per_call = timed_kernel_calls // timed_calls
+    if checked.kernel_calls >= per_call * checked.calls:
+        return None
+    return (f"[cache] forward() made {checked.kernel_calls} kernel calls on {checked.calls} checked calls (one a "
+            f"repeat of an earlier input set) where every timed call makes {per_call}: an output came from an earlier "
+            "call, not from the kernel")
 
 
 def _output_types(side: FrozenSide, calls: int) -> list[str]:

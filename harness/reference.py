@@ -28,6 +28,8 @@ class ReferenceRun:
     notes: list[str] = field(default_factory=list)
     mutates_inputs: bool = False  # the reference itself writes into its inputs
     model: Any = None  # the reference model on the device, for the references of timed calls
+    knockout_inputs: list[Any] | None = None  # an input set no checked call uses, for the knock-out call
+    knockout_output: Any = None  # the reference's output on it
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -112,6 +114,7 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
             inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
             _add_trial(run, model, inputs, DISTRIBUTIONS[index % len(DISTRIBUTIONS)] if vary_distributions
                        else "default", seed, device)
+        _add_knockout(run, device)
     except ProblemError as exc:
         raise ProblemError(f"problem {problem.name}: {exc}") from exc
     except Exception as exc:
@@ -119,6 +122,15 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
     finally:
         torch.set_num_threads(previous_threads)
     return run
+
+
+def _add_knockout(run: ReferenceRun, device: str) -> None:
+    """Inputs the candidate sees only in the knock-out call (trial 0's, values redrawn in their domain): a cache
+    of earlier answers cannot stand in for the poisoned kernel there, so `[ghost-kernel]` means a ghost kernel."""
+    inputs = apply_distribution(run.trial_inputs[0], "uniform", run.trial_seeds[0] ^ 0x6B0, keep_sign=True)
+    output, _ = _run_once(run.model, inputs, device)
+    if _finite(output):
+        run.knockout_inputs, run.knockout_output = inputs, output
 
 
 def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: str, seed: int, device: str) -> None:

@@ -59,7 +59,8 @@ def save_inputs(scratch: Path, reference: ReferenceRun) -> None:
         per_trial = nbytes(reference.trial_inputs[0]) + nbytes(flatten(reference.outputs[0]))
         grow(scratch, 2 * per_trial * len(reference.trial_inputs) + nbytes(reference.init_inputs) + (16 << 20))
     torch.save({"init_inputs": reference.init_inputs,
-                "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)]},
+                "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)],
+                "knockout": reference.knockout_inputs},
                scratch / J.INPUTS_FILE)
 
 

@@ -49,6 +49,7 @@ class TimedRun:
     frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
     parent_reads: bool = False  # the parent wrote inputs and read outputs itself, the children frozen between
     kernel_calls: int | None = None  # the candidate's kernel calls while timed, where each `done` reported them
+    candidate_calls: int = 0  # forward calls the candidate made while timed (warm-up and pilot included)
     ref_event_ms: list[float] = field(default_factory=list)  # CUDA: per batch, the median call's event time
     candidate_event_ms: list[float] = field(default_factory=list)
 
@@ -221,6 +222,7 @@ class Timing:
         elapsed = side.batch_ns(calls, self.values)
         if side is self.cand and isinstance(side, ParentSide):
             self.run.kernel_calls = (self.run.kernel_calls or 0) + side.kernel_calls
+            self.run.candidate_calls += len(calls)
         return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
 
     def measure(self) -> TimedRun:
