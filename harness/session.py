@@ -41,8 +41,10 @@ def needed_folders() -> list[Path]:
     from harness.paths import build_cache_dir
 
     user_site = Path(site.getusersitepackages()) if site.ENABLE_USER_SITE else None
+    cache = build_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)  # it must exist to be bound back: builds land there later
     return [Path(sys.prefix), Path(sys.base_prefix), *([user_site] if user_site and user_site.is_dir() else []),
-            Path(__file__).resolve().parents[1], build_cache_dir()]
+            Path(__file__).resolve().parents[1], cache]
 
 
 def jailed_command(writable: list[Path], command: list[str]) -> list[str]:

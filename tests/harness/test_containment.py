@@ -117,3 +117,13 @@ def test_a_build_cache_under_tmp_stays_visible_read_only_behind_the_private_tmp(
         shutil.rmtree(work)
     assert log.startswith("binary") and "Read-only file system" in log and "hidden" in log
     assert (cache / "entry.so").read_text() == "binary"
+
+
+def test_a_build_cache_that_does_not_exist_yet_is_made_before_the_jail_binds_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under /tmp or a home folder (both hidden in the jail) only folders that exist are bound back: a fresh
+    home's first build would land where the candidate's process cannot see it."""
+    from harness.session import needed_folders
+
+    monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(tmp_path / "fresh" / "builds"))
+    assert (tmp_path / "fresh" / "builds") in needed_folders() and (tmp_path / "fresh" / "builds").is_dir()
