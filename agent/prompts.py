@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agent.llm import Message
@@ -12,13 +13,30 @@ from agent.parse import JudgeAdvice
 from harness.ncu import render_for_judge
 from kernelbench.problem import Problem
 
+_EXAMPLES = Path(__file__).with_name("examples")
+_LIGHT = ("Build against torch's stable ABI headers, as in the example below: `torch/csrc/stable/library.h`, "
+          "`tensor.h`, `ops.h` (no `torch/extension.h`), the op declared with `STABLE_TORCH_LIBRARY(<ns>, m)` and "
+          "implemented with `STABLE_TORCH_LIBRARY_IMPL(<ns>, {key}, m)` and `TORCH_BOX`, built with "
+          "`load_inline(..., is_python_module=False, no_implicit_headers=True)` and "
+          "`-DTORCH_TARGET_VERSION=0x020d000000000000`, and called as `torch.ops.<ns>.<op>(...)` in forward. It "
+          "builds in seconds (torch/extension.h costs 20-120 s per build on the CPU, minutes with nvcc); use "
+          "torch/extension.h only when you need ATen operators or library handles inside your C++. Use a "
+          "namespace of your own for each attempt.")
 DEVICE_RULES = {
     "cpu": ("Target: the CPU. Write the kernel in C++ (OpenMP allowed: pass -fopenmp in extra_cflags and "
-            "extra_ldflags) and build it with torch.utils.cpp_extension.load_inline(cpp_sources=..., functions=[...])."),
-    "cuda": ("Target: an NVIDIA GPU. Write CUDA C++ kernels and build them with "
-             "torch.utils.cpp_extension.load_inline(cpp_sources=<declarations>, cuda_sources=<kernels and "
-             "launchers>, functions=[...]). Launch on the current stream (at::cuda::getCurrentCUDAStream())."),
+            "extra_ldflags). " + _LIGHT.format(key="CPU")),
+    "cuda": ("Target: an NVIDIA GPU. Write CUDA C++ kernels in cuda_sources and launch them on the current stream "
+             "(torch::stable::accelerator::getCurrentStream(device).nativeHandle()). " + _LIGHT.format(key="CUDA")),
 }
+
+
+def device_contract(device: str) -> str:
+    """The device's rules with one short, complete example of the fast build contract."""
+    key = "cpu" if device == "cpu" else "cuda"
+    example = (_EXAMPLES / f"light_{key}.py").read_text().strip()
+    return f"{DEVICE_RULES[key]}\nExample (ReLU):\n```python\n{example}\n```"
+
+
 RULES = """Rules the harness enforces (a violation is rejected, never accepted):
 - A complete Python file with `class ModelNew(nn.Module)` taking the same constructor arguments as `Model`,
   whose `forward` takes the same inputs and returns the same outputs (shape, dtype, values).
@@ -81,7 +99,7 @@ class Exemplar:
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | None, previous: Attempt | None,
                    exemplars: list[Exemplar]) -> list[Message]:
     parts = [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
-             f"{problem.source.strip()}\n```", DEVICE_RULES.get(device, DEVICE_RULES["cuda"]), RULES]
+             f"{problem.source.strip()}\n```", device_contract(device), RULES]
     if exemplars:
         shown = "\n\n".join(f"Earlier kernel, measured {e.speedup:.2f}x:\n```python\n{e.source.strip()}\n```"
                             for e in sorted(exemplars, key=lambda e: e.speedup))

@@ -6,7 +6,9 @@
    kernelwright build that uses it (the source differs by a comment, so the compiler runs again);
 3. a cached re-evaluation and where its time goes, with children forked by the zygote and exec'd from scratch;
 4. compile-only CUDA (nvcc, no GPU): torch's own compile steps vs kernelwright, without and with the host check's
-   precompiled header, when nvcc is installed.
+   precompiled header, when nvcc is installed;
+5. the light contract (torch's stable ABI headers, agent/examples/): kernelwright's cold build of the same ReLU
+   against plain load_inline of its torch/extension.h form (target >= 5x), and compile-only CUDA (target <= 12 s).
 
     .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3] [--skip-cuda]
 """
@@ -25,6 +27,8 @@ from pathlib import Path
 from harness import EvalPolicy, Evaluation, evaluate
 from kernelbench.bundled import bundled_candidate, find_bundled
 
+FULL_RELU = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "relu_extension_h.py"  # torch/extension.h
+EXAMPLES = Path(__file__).resolve().parents[1] / "agent" / "examples"
 _PLAIN_BUILD = """
 import sys, time, torch.utils.cpp_extension as cpp
 namespace = {}
@@ -49,9 +53,12 @@ def _plain_build_s(source: Path, functions: list[str]) -> float:
 def _row(label: str, evaluation: Evaluation, wall: float) -> str:
     p = evaluation.phase_seconds
     build = sum(b.get("seconds", 0.0) for b in evaluation.build.get("builds", []))
-    child_rest = p["child"] - sum(p.get(n, 0.0) for n in ("import", "construct", "correctness", "timing"))
+    # on the CPU the child's `calls` phase holds the trials (timed by the parent as `correctness`) and the timing
+    calls = p.get("calls", p.get("correctness", 0.0) + p.get("timing", 0.0))
+    timing = p.get("timing", calls - p.get("correctness", 0.0))
+    child_rest = p["child"] - sum(p.get(n, 0.0) for n in ("import", "construct")) - calls
     return (f"{label:<34} {wall:6.2f} s | build {build:6.2f} | reference {p.get('reference', 0):4.2f} | correctness "
-            f"{p.get('correctness', 0):4.2f} | timing {p.get('timing', 0):4.2f} | child start-up {child_rest:4.2f} | "
+            f"{p.get('correctness', 0):4.2f} | timing {timing:4.2f} | child start-up {child_rest:4.2f} | "
             f"rest {p['total'] - p['child'] - p.get('reference', 0):4.2f}")
 
 
@@ -68,7 +75,7 @@ def _cpu(problem_name: str, repeats: int) -> None:
     from harness.sandbox import Limits
 
     problem = find_bundled(problem_name)
-    path = bundled_candidate(problem)
+    path = FULL_RELU if problem_name == "relu" else bundled_candidate(problem)  # a torch/extension.h candidate
     source = path.read_text()
     functions = [line.split('"')[1] for line in source.splitlines() if "functions=[" in line]
     policy = EvalPolicy(timing_budget_s=0.5)
@@ -106,6 +113,18 @@ def _cpu(problem_name: str, repeats: int) -> None:
           f"{plain / build_pch:5.2f}x with header")
     print(f"cold evaluation / cached evaluation {cold_wall / median[1]:5.1f}x; cached evaluation {median[1]:.2f} s "
           f"({exec_median[1] / median[1]:.2f}x faster than exec'd children: {exec_median[1]:.2f} s)")
+    if problem_name == "relu":
+        _light(problem, plain, policy)
+
+
+def _light(problem, plain: float, policy: EvalPolicy) -> None:
+    """The light contract (stable ABI headers, agent/examples/light_cpu.py): the same ReLU built cold by
+    kernelwright, against plain load_inline of the torch/extension.h form (target: >= 5x)."""
+    light, light_wall = _timed_evaluation(problem, (EXAMPLES / "light_cpu.py").read_text(), policy)
+    build = light.build["builds"][0]["seconds"]
+    print(_row("kernelwright, cold, light contract", light, light_wall))
+    print(f"light contract: plain load_inline of torch/extension.h / kernelwright's cold light build "
+          f"{plain / build:5.1f}x ({plain:.1f} s / {build:.1f} s; target >= 5x)")
 
 
 def _plain_cuda_compile_s(source: str) -> float:
@@ -164,6 +183,9 @@ def _cuda() -> None:
     print(f"{'compile-only CUDA, with header':<34} {warm_wall:6.2f} s | build {warm_build:6.2f} (header used: {used})")
     print(f"compile-only CUDA: plain / kernelwright build {plain / cold_build:5.2f}x, {plain / warm_build:5.2f}x with "
           "the header")
+    _, light_wall, light_build = _compile_only(problem, (EXAMPLES / "light_cuda.py").read_text())
+    print(f"{'compile-only CUDA, light contract':<34} {light_wall:6.2f} s | build {light_build:6.2f} (target: build "
+          "<= 12 s)")
 
 
 def main() -> None:

@@ -19,6 +19,8 @@ import types
 from pathlib import Path
 from typing import Any, Callable
 
+from harness.source_scan import own_ops
+
 BUILD_FORMAT = 3  # what a cache entry holds; raised when that changes (2: parent-planned builds, cubins;
 #                   3: compile-only CUDA with torch's own flags, -std=c++20)
 LOG_NAME = "build.log"
@@ -62,6 +64,20 @@ class KernelSwitch:
             elif not name.startswith("__") or name == "__doc__":
                 setattr(proxy, name, value)
         return proxy
+
+    def wrap_ops(self, namespaces: dict[str, list[str]]) -> None:
+        """The operators a light (stable-ABI) build registered, `torch.ops.<ns>.<op>`, replaced in their namespace
+        by counting, poisonable wrappers (a call through `.default` goes around them)."""
+        import torch
+
+        for namespace, names in namespaces.items():
+            holder = getattr(torch.ops, namespace)
+            for name in names:
+                try:
+                    setattr(holder, name, self._wrap(getattr(holder, name)))
+                except (AttributeError, RuntimeError):  # declared in a comment, or never registered
+                    continue
+                self.wrapped += 1
 
     def _wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
         switch = self
@@ -168,7 +184,17 @@ class RemoteBuilder:
         if hashlib.sha256(binary.read_bytes()).hexdigest() != reply.get("sha256"):
             raise BuildFailed("the cached binary does not match its manifest")
         module = _import_built(str(reply["name"]), binary, bool(reply.get("is_python_module", True)))
-        return self.switch.wrap(module) if module is not None else None
+        if module is None:  # a plain library whose operators registered themselves: count and poison those
+            self.switch.wrap_ops(own_ops(_source_text(arguments)))
+            return None
+        return self.switch.wrap(module)
+
+
+def _source_text(arguments: dict[str, Any]) -> str:
+    parts: list[Any] = [arguments.get("cpp_sources"), arguments.get("cuda_sources")]
+    parts += [s.get("text") for s in arguments.get("sources") or [] if isinstance(s, dict)]
+    flat = [p for part in parts for p in ([part] if isinstance(part, str) else part or []) if isinstance(p, str)]
+    return "\n".join(flat)
 
 
 def _import_built(name: str, library: Path, is_python_module: bool) -> Any:

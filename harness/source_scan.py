@@ -52,6 +52,22 @@ _LIBRARY = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cutlass::|cute::)")
 _DOWNCAST = re.compile(r"\b(__float2half\w*|__half2float|__nv_bfloat16|__float2bfloat16\w*|__half2?|half2?)\b")
 
 
+_OWN_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w+)\s*,")
+_OWN_OPS = re.compile(r"\.\s*def\s*\(\s*\"(?:\w+::)?(\w+)[(\"]")
+
+
+def own_namespaces(code: str) -> set[str]:
+    """Operator namespaces the candidate's C++ defines (TORCH_LIBRARY(ns, m), the stable STABLE_TORCH_LIBRARY):
+    torch.ops.<ns>.<op> then calls its own kernel."""
+    return set(_OWN_LIBRARY.findall(code)) - {"aten", "_", "prim", "prims"}
+
+
+def own_ops(code: str) -> dict[str, list[str]]:
+    """Each own namespace with the operators its C++ defines (`m.def("relu(Tensor x) -> Tensor")`)."""
+    names = sorted(dict.fromkeys(_OWN_OPS.findall(code)))
+    return {namespace: names for namespace in sorted(own_namespaces(code))}
+
+
 def _docstring_nodes(tree: ast.AST) -> set[int]:
     ids = set()
     for node in ast.walk(tree):

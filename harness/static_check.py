@@ -9,12 +9,11 @@ read from the AST, so a `pass` in a comment or a `try` that falls back to nothin
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 
 from harness.findings import Finding
 from harness.policy import EvalPolicy
-from harness.source_scan import scan_cpp, string_constants
+from harness.source_scan import own_namespaces, scan_cpp, string_constants
 
 _BUILD_CALLS = {"load_inline", "load"}
 # modules whose import can only serve to escape or observe the harness
@@ -262,15 +261,6 @@ def _try_fallbacks(tree: ast.Module, checker: _Checker) -> None:
 
 def _model_new(tree: ast.Module) -> ast.ClassDef | None:
     return next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "ModelNew"), None)
-
-
-_OWN_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w+)\s*,")
-
-
-def own_namespaces(code: str) -> set[str]:
-    """Operator namespaces the candidate's C++ defines (TORCH_LIBRARY(ns, m), the stable STABLE_TORCH_LIBRARY):
-    torch.ops.<ns>.<op> then calls its own kernel."""
-    return set(_OWN_LIBRARY.findall(code)) - {"aten", "_", "prim", "prims"}
 
 
 def _own_op(node: ast.Call, namespaces: set[str]) -> bool:

@@ -17,6 +17,7 @@ BUNDLED = REPO / "kernelbench" / "bundled"
 CPU_CANDIDATES = BUNDLED / "candidates" / "cpu"
 CUDA_CANDIDATES = BUNDLED / "candidates" / "cuda"
 RELU_CANDIDATE = CPU_CANDIDATES / "level1" / "1_ReLU.py"
+RELU_FULL_HEADER = REPO / "tests" / "fixtures" / "relu_extension_h.py"  # the same ReLU on torch/extension.h
 
 # The shape of KernelBench level 1's biggest elementwise problems: 4096 x 393216 floats = 6 GiB per tensor.
 HUGE_ELEMENTWISE = """

@@ -53,3 +53,10 @@ def test_coder_gets_advice_exemplars_slowest_first_and_its_last_attempt() -> Non
     content = messages[-1]["content"]
     assert content.index("SLOW") < content.index("FAST") and "why the faster ones are faster" in content
     assert "PREVIOUS" in content and "Make this change: fuse loops" in content and "OpenMP" in content
+
+
+def test_the_coder_is_taught_the_light_contract_with_a_complete_example_per_device() -> None:
+    for device, key in (("cpu", "STABLE_TORCH_LIBRARY_IMPL(kw_relu, CPU"), ("cuda", "nativeHandle()")):
+        content = "\n".join(m["content"] for m in coder_messages(RELU, device, None, None, []))
+        assert "torch/csrc/stable/library.h" in content and "is_python_module=False" in content
+        assert key in content and "class ModelNew" in content

@@ -8,7 +8,7 @@ import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
 from kernelbench.bundled import find_bundled
-from tests.conftest import RELU_CANDIDATE, compilers_under
+from tests.conftest import RELU_CANDIDATE, RELU_FULL_HEADER, compilers_under
 
 pytestmark = pytest.mark.slow
 RELU = find_bundled("relu")
@@ -35,7 +35,7 @@ def test_same_name_different_source_never_loads_the_other_kernel() -> None:
 def test_killed_build_leaves_nothing_that_blocks_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("KERNELWRIGHT_PCH", "off")  # two cold builds would start a header in this private cache
-    source = RELU_CANDIDATE.read_text()
+    source = RELU_FULL_HEADER.read_text()  # a build slow enough to be killed at 6 s
     killed = evaluate(RELU, source, "cpu", FAST.model_copy(update={"build_timeout_s": 6}))
     assert killed.verdict is Verdict.COMPILE_ERROR and "build timed out" in killed.reasons[0]
     assert compilers_under(tmp_path) == []  # the compilers died with the child

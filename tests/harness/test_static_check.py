@@ -77,12 +77,12 @@ EXPLOITS = {
                                          "get_inputs = lambda: [torch.ones(16, 16384)]"), "problem-override"),
     "more-threads": (relu_variant("torch.set_num_threads(8)\nreturn relu_ext.relu_forward(x)"), "forbidden-api"),
     "harness-import": (relu_variant("import harness.child\nreturn relu_ext.relu_forward(x)"), "harness-alias"),
-    "env-from-cpp-clone": (RELU_CANDIDATE.read_text().replace("auto input = x.contiguous();",
-                                                               "auto input = x.contiguous(); system(\"id\");"), "io"),
+    "env-from-cpp-clone": (RELU_CANDIDATE.read_text().replace("Tensor input = torch::stable::contiguous(x);",
+                                                               "Tensor input = torch::stable::contiguous(x); system(\"id\");"), "io"),
     "fast-math": (RELU_CANDIDATE.read_text().replace('"-O3", "-fopenmp"', '"-O3", "-ffast-math", "-fopenmp"'),
                   "fast-math"),
-    "cpp-thread": (RELU_CANDIDATE.read_text().replace("#include <torch/extension.h>",
-                                                      "#include <torch/extension.h>\n#include <thread>\n"
+    "cpp-thread": (RELU_CANDIDATE.read_text().replace("#include <torch/csrc/stable/ops.h>",
+                                                      "#include <torch/csrc/stable/ops.h>\n#include <thread>\n"
                                                       "static void later() { std::thread([]{}).detach(); }"),
                    "threads"),
     "side-stream": ((CUDA_CANDIDATES / "level1" / "1_ReLU.py").read_text().replace(
@@ -94,8 +94,8 @@ EXPLOITS = {
         "    const int threads = 256;"), "streams"),
     "cublas-stream": ((CUDA_CANDIDATES / "level1" / "1_ReLU.py").read_text().replace(
         "const int threads = 256;", "cublasSetStream(handle, side);\n    const int threads = 256;"), "streams"),
-    "cpp-file-io": (RELU_CANDIDATE.read_text().replace("auto input = x.contiguous();",
-                                                       "FILE* f = fopen(\"/tmp/leak\", \"w\");\n    auto input = x.contiguous();"),
+    "cpp-file-io": (RELU_CANDIDATE.read_text().replace("Tensor input = torch::stable::contiguous(x);",
+                                                       "FILE* f = fopen(\"/tmp/leak\", \"w\");\n    Tensor input = torch::stable::contiguous(x);"),
                     "io"),
 }
 
@@ -114,8 +114,8 @@ def test_library_compute_is_reported_by_default_and_fatal_when_strict() -> None:
     default = check_candidate(fallback, DEFAULT)
     assert default.verdict is None and any("[torch-compute]" in n for n in default.notes)
     assert check_candidate(fallback, STRICT).verdict == "rejected"
-    cpp_fallback = RELU_CANDIDATE.read_text().replace("auto out = torch::empty_like(input);",
-                                                      "return torch::relu(input);\n    auto out = torch::empty_like(input);")
+    cpp_fallback = RELU_CANDIDATE.read_text().replace("Tensor out = torch::stable::empty_like(input);",
+                                                      "return torch::relu(input);\n    Tensor out = torch::stable::empty_like(input);")
     assert check_candidate(cpp_fallback, DEFAULT).verdict is None
     assert "torch-compute" in _checks(cpp_fallback, STRICT)
 
@@ -134,7 +134,7 @@ def test_precision_downcast_is_reported_by_default_and_fatal_when_strict() -> No
     ("posix_spawn(&pid, path, nullptr, nullptr, argv, envp);", "io"),
 ])
 def test_cpp_routes_into_the_interpreter_and_the_reference_are_rejected(cpp: str, check: str) -> None:
-    source = RELU_SOURCE.replace("#include <torch/extension.h>", "#include <torch/extension.h>\n" + cpp)
+    source = RELU_SOURCE.replace("#include <torch/csrc/stable/ops.h>", "#include <torch/csrc/stable/ops.h>\n" + cpp)
     report = check_candidate(source, EvalPolicy())
     assert report.verdict == "rejected" and any(f"[{check}]" in e for e in report.errors), report.errors
 
@@ -152,7 +152,7 @@ def test_strict_counts_tensor_operators_as_pytorch_compute() -> None:
 
 # False alarms found on CUDA-L1's published H100 kernels (benchmarks/cuda_l1_static.py): each was rejected.
 LEGITIMATE = {
-    "cpp-clone": RELU_SOURCE.replace("auto input = x.contiguous();", "auto input = x.contiguous().clone();"),
+    "cpp-clone": RELU_SOURCE.replace("Tensor input = torch::stable::contiguous(x);", "auto input = x.contiguous().clone();"),
     "source-written-for-load": relu_variant(
         "return relu_ext.relu_forward(x)",
         "with open('kernel_source.cpp', 'w') as handle:\n    handle.write('// the same source, for load()')"),
@@ -185,8 +185,8 @@ def test_backend_settings_are_reported_by_default_and_fatal_when_strict(setting:
 
 
 def test_a_candidates_own_registered_op_is_its_kernel_not_pytorch_compute() -> None:
-    source = RELU_SOURCE.replace("#include <torch/extension.h>",
-                                 "#include <torch/extension.h>\nTORCH_LIBRARY(kw_relu, m) { m.def(\"relu(Tensor x) -> Tensor\"); }")
+    source = RELU_SOURCE.replace("#include <torch/csrc/stable/ops.h>",
+                                 "#include <torch/csrc/stable/ops.h>\nTORCH_LIBRARY(kw_relu, m) { m.def(\"relu(Tensor x) -> Tensor\"); }")
     source = source.replace("return relu_ext.relu_forward(x)", "return torch.ops.kw_relu.relu(x)")
     assert check_candidate(source, STRICT).verdict is None
     foreign = source.replace("torch.ops.kw_relu.relu(x)", "torch.ops.aten.relu(x)")

@@ -114,8 +114,8 @@ def test_python_syntax_error_is_a_compile_error() -> None:
 
 
 def test_cpp_error_is_a_compile_error_with_the_compiler_log() -> None:
-    broken = RELU_CANDIDATE.read_text().replace("auto out = torch::empty_like(input);",
-                                                "auto out = torch::empty_like(undeclared_tensor);")
+    broken = RELU_CANDIDATE.read_text().replace("Tensor out = torch::stable::empty_like(input);",
+                                                "Tensor out = torch::stable::empty_like(undeclared_tensor);")
     evaluation = _evaluate(broken)
     assert evaluation.verdict is Verdict.COMPILE_ERROR
     assert "undeclared_tensor" in evaluation.reasons[0] and "error" in evaluation.reasons[0]

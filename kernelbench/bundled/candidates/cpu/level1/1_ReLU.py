@@ -2,15 +2,21 @@ import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
+# the light contract: torch's stable ABI headers only (a build in seconds, not the 20-120 s of torch/extension.h)
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
 
-torch::Tensor relu_forward(torch::Tensor x) {
-    TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat, "expects a float CPU tensor");
-    auto input = x.contiguous();
-    auto out = torch::empty_like(input);
-    const float* src = input.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
+using torch::stable::Tensor;
+
+Tensor relu_forward(Tensor x) {
+    STD_TORCH_CHECK(x.is_cpu() && x.scalar_type() == torch::headeronly::ScalarType::Float,
+                    "expects a float CPU tensor");
+    Tensor input = torch::stable::contiguous(x);
+    Tensor out = torch::stable::empty_like(input);
+    const float* src = static_cast<const float*>(input.data_ptr());
+    float* dst = static_cast<float*>(out.data_ptr());
     const int64_t n = input.numel();
     #pragma omp parallel for simd
     for (int64_t i = 0; i < n; ++i) {
@@ -18,15 +24,20 @@ torch::Tensor relu_forward(torch::Tensor x) {
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_relu_cpu, m) { m.def("relu_forward(Tensor x) -> Tensor"); }
+STABLE_TORCH_LIBRARY_IMPL(kw_relu_cpu, CPU, m) { m.impl("relu_forward", TORCH_BOX(&relu_forward)); }
 """
 
-relu_ext = load_inline(
+load_inline(
     name="relu_cpu",
     cpp_sources=cpp_source,
-    functions=["relu_forward"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+relu_ext = torch.ops.kw_relu_cpu
 
 
 class ModelNew(nn.Module):
