@@ -3,15 +3,19 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
 #include <cmath>
 
-torch::Tensor gelu_forward(torch::Tensor x) {
-    TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat, "expects a float CPU tensor");
-    auto input = x.contiguous();
-    auto out = torch::empty_like(input);
-    const float* src = input.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
+using torch::stable::Tensor;
+
+Tensor gelu_forward(Tensor x) {
+    STD_TORCH_CHECK(x.is_cpu() && x.scalar_type() == torch::headeronly::ScalarType::Float, "expects a float CPU tensor");
+    Tensor input = torch::stable::contiguous(x);
+    auto out = torch::stable::empty_like(input);
+    const float* src = input.mutable_data_ptr<float>();
+    float* dst = out.mutable_data_ptr<float>();
     const int64_t n = input.numel();
     const float inv_sqrt2 = 0.70710678118654752440f;
     #pragma omp parallel for
@@ -21,15 +25,24 @@ torch::Tensor gelu_forward(torch::Tensor x) {
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_gelu_cpu, m) {
+    m.def("gelu_forward(Tensor x) -> Tensor");
+}
+STABLE_TORCH_LIBRARY_IMPL(kw_gelu_cpu, CPU, m) {
+    m.impl("gelu_forward", TORCH_BOX(&gelu_forward));
+}
 """
 
-gelu_ext = load_inline(
+load_inline(
     name="gelu_cpu",
     cpp_sources=cpp_source,
-    functions=["gelu_forward"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+gelu_ext = torch.ops.kw_gelu_cpu
 
 
 class ModelNew(nn.Module):

@@ -3,16 +3,20 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
 #include <cmath>
 
-torch::Tensor softmax_rows(torch::Tensor x) {
-    TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::kFloat, "expects a 2-D float tensor");
-    auto input = x.contiguous();
-    auto out = torch::empty_like(input);
+using torch::stable::Tensor;
+
+Tensor softmax_rows(Tensor x) {
+    STD_TORCH_CHECK(x.dim() == 2 && x.scalar_type() == torch::headeronly::ScalarType::Float, "expects a 2-D float tensor");
+    Tensor input = torch::stable::contiguous(x);
+    auto out = torch::stable::empty_like(input);
     const int64_t rows = input.size(0), cols = input.size(1);
-    const float* src = input.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
+    const float* src = input.mutable_data_ptr<float>();
+    float* dst = out.mutable_data_ptr<float>();
     #pragma omp parallel for
     for (int64_t r = 0; r < rows; ++r) {
         const float* in_row = src + r * cols;
@@ -29,15 +33,24 @@ torch::Tensor softmax_rows(torch::Tensor x) {
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_softmax_cpu, m) {
+    m.def("softmax_rows(Tensor x) -> Tensor");
+}
+STABLE_TORCH_LIBRARY_IMPL(kw_softmax_cpu, CPU, m) {
+    m.impl("softmax_rows", TORCH_BOX(&softmax_rows));
+}
 """
 
-softmax_ext = load_inline(
+load_inline(
     name="softmax_cpu",
     cpp_sources=cpp_source,
-    functions=["softmax_rows"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+softmax_ext = torch.ops.kw_softmax_cpu
 
 
 class ModelNew(nn.Module):

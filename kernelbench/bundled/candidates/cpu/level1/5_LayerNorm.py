@@ -3,21 +3,25 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
 #include <cmath>
 
+using torch::stable::Tensor;
+
 // Normalize each trailing block of `weight.numel()` elements, then apply the affine parameters.
-torch::Tensor layer_norm_forward(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, double eps) {
-    auto input = x.contiguous();
-    auto w = weight.contiguous();
-    auto b = bias.contiguous();
+Tensor layer_norm_forward(Tensor x, Tensor weight, Tensor bias, double eps) {
+    Tensor input = torch::stable::contiguous(x);
+    Tensor w = torch::stable::contiguous(weight);
+    Tensor b = torch::stable::contiguous(bias);
     const int64_t block = w.numel();
     const int64_t blocks = input.numel() / block;
-    auto out = torch::empty_like(input);
-    const float* src = input.data_ptr<float>();
-    const float* wp = w.data_ptr<float>();
-    const float* bp = b.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
+    auto out = torch::stable::empty_like(input);
+    const float* src = input.mutable_data_ptr<float>();
+    const float* wp = w.mutable_data_ptr<float>();
+    const float* bp = b.mutable_data_ptr<float>();
+    float* dst = out.mutable_data_ptr<float>();
     #pragma omp parallel for
     for (int64_t k = 0; k < blocks; ++k) {
         const float* in = src + k * block;
@@ -32,15 +36,24 @@ torch::Tensor layer_norm_forward(torch::Tensor x, torch::Tensor weight, torch::T
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_layer_norm_cpu, m) {
+    m.def("layer_norm_forward(Tensor x, Tensor weight, Tensor bias, float eps) -> Tensor");
+}
+STABLE_TORCH_LIBRARY_IMPL(kw_layer_norm_cpu, CPU, m) {
+    m.impl("layer_norm_forward", TORCH_BOX(&layer_norm_forward));
+}
 """
 
-ln_ext = load_inline(
+load_inline(
     name="layer_norm_cpu",
     cpp_sources=cpp_source,
-    functions=["layer_norm_forward"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+ln_ext = torch.ops.kw_layer_norm_cpu
 
 
 class ModelNew(nn.Module):

@@ -3,11 +3,15 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
 #include <vector>
 
-torch::Tensor max_dim_forward(torch::Tensor x, int64_t dim) {
-    auto input = x.contiguous();
+using torch::stable::Tensor;
+
+Tensor max_dim_forward(Tensor x, int64_t dim) {
+    Tensor input = torch::stable::contiguous(x);
     if (dim < 0) dim += input.dim();
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < dim; ++d) outer *= input.size(d);
@@ -15,9 +19,9 @@ torch::Tensor max_dim_forward(torch::Tensor x, int64_t dim) {
     const int64_t reduce = input.size(dim);
     std::vector<int64_t> shape;
     for (int64_t d = 0; d < input.dim(); ++d) if (d != dim) shape.push_back(input.size(d));
-    auto out = torch::empty(shape, input.options());
-    const float* src = input.data_ptr<float>();
-    float* dst = out.data_ptr<float>();
+    Tensor out = torch::stable::new_empty(input, shape);
+    const float* src = input.mutable_data_ptr<float>();
+    float* dst = out.mutable_data_ptr<float>();
     #pragma omp parallel for
     for (int64_t o = 0; o < outer; ++o) {
         float* best = dst + o * inner;
@@ -30,15 +34,24 @@ torch::Tensor max_dim_forward(torch::Tensor x, int64_t dim) {
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_max_dim_cpu, m) {
+    m.def("max_dim_forward(Tensor x, int dim) -> Tensor");
+}
+STABLE_TORCH_LIBRARY_IMPL(kw_max_dim_cpu, CPU, m) {
+    m.impl("max_dim_forward", TORCH_BOX(&max_dim_forward));
+}
 """
 
-max_ext = load_inline(
+load_inline(
     name="max_dim_cpu",
     cpp_sources=cpp_source,
-    functions=["max_dim_forward"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+max_ext = torch.ops.kw_max_dim_cpu
 
 
 class ModelNew(nn.Module):

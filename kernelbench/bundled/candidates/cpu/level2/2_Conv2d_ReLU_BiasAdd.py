@@ -3,23 +3,28 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
+
+using torch::stable::Tensor;
 
 // Direct convolution (stride 1, no padding), optionally followed by ReLU and a per-channel bias:
 // out = relu?(conv(x, w) + conv_bias) + post_bias. Empty tensors mean "absent".
-torch::Tensor conv2d_fused(torch::Tensor x, torch::Tensor w, torch::Tensor conv_bias,
-                           torch::Tensor post_bias, bool relu) {
-    auto input = x.contiguous();
-    auto weight = w.contiguous();
+Tensor conv2d_fused(Tensor x, Tensor w, Tensor conv_bias, Tensor post_bias, bool relu) {
+    Tensor input = torch::stable::contiguous(x);
+    Tensor weight = torch::stable::contiguous(w);
     const int64_t n = input.size(0), c_in = input.size(1), h = input.size(2), wd = input.size(3);
     const int64_t c_out = weight.size(0), kh = weight.size(2), kw = weight.size(3);
     const int64_t oh = h - kh + 1, ow = wd - kw + 1;
-    auto out = torch::empty({n, c_out, oh, ow}, input.options());
-    const float* xp = input.data_ptr<float>();
-    const float* wp = weight.data_ptr<float>();
-    const float* cb = conv_bias.numel() ? conv_bias.contiguous().data_ptr<float>() : nullptr;
-    const float* pb = post_bias.numel() ? post_bias.contiguous().data_ptr<float>() : nullptr;
-    float* op = out.data_ptr<float>();
+    auto out = torch::stable::new_empty(input, {n, c_out, oh, ow});
+    const float* xp = input.mutable_data_ptr<float>();
+    const float* wp = weight.mutable_data_ptr<float>();
+    Tensor cbt = torch::stable::contiguous(conv_bias);
+    Tensor pbt = torch::stable::contiguous(post_bias);
+    const float* cb = cbt.numel() ? cbt.mutable_data_ptr<float>() : nullptr;
+    const float* pb = pbt.numel() ? pbt.mutable_data_ptr<float>() : nullptr;
+    float* op = out.mutable_data_ptr<float>();
     #pragma omp parallel for collapse(2)
     for (int64_t b = 0; b < n; ++b) {
         for (int64_t co = 0; co < c_out; ++co) {
@@ -41,15 +46,24 @@ torch::Tensor conv2d_fused(torch::Tensor x, torch::Tensor w, torch::Tensor conv_
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_conv2d_fused_cpu, m) {
+    m.def("conv2d_fused(Tensor x, Tensor w, Tensor conv_bias, Tensor post_bias, bool relu) -> Tensor");
+}
+STABLE_TORCH_LIBRARY_IMPL(kw_conv2d_fused_cpu, CPU, m) {
+    m.impl("conv2d_fused", TORCH_BOX(&conv2d_fused));
+}
 """
 
-conv_ext = load_inline(
+load_inline(
     name="conv2d_fused_cpu",
     cpp_sources=cpp_source,
-    functions=["conv2d_fused"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+conv_ext = torch.ops.kw_conv2d_fused_cpu
 
 
 class ModelNew(nn.Module):

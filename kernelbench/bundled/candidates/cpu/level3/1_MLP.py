@@ -3,19 +3,23 @@ import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
 cpp_source = r"""
-#include <torch/extension.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/ops.h>
+
+using torch::stable::Tensor;
 
 // y = x @ W^T + b, optionally ReLU'd, in one pass: each output is a contiguous dot product.
-torch::Tensor linear_forward(torch::Tensor x, torch::Tensor weight, torch::Tensor bias, bool relu) {
-    auto input = x.contiguous();
-    auto w = weight.contiguous();
-    auto b = bias.contiguous();
+Tensor linear_forward(Tensor x, Tensor weight, Tensor bias, bool relu) {
+    Tensor input = torch::stable::contiguous(x);
+    Tensor w = torch::stable::contiguous(weight);
+    Tensor b = torch::stable::contiguous(bias);
     const int64_t rows = input.size(0), in_f = input.size(1), out_f = w.size(0);
-    auto out = torch::empty({rows, out_f}, input.options());
-    const float* xp = input.data_ptr<float>();
-    const float* wp = w.data_ptr<float>();
-    const float* bp = b.data_ptr<float>();
-    float* op = out.data_ptr<float>();
+    auto out = torch::stable::new_empty(input, {rows, out_f});
+    const float* xp = input.mutable_data_ptr<float>();
+    const float* wp = w.mutable_data_ptr<float>();
+    const float* bp = b.mutable_data_ptr<float>();
+    float* op = out.mutable_data_ptr<float>();
     #pragma omp parallel for collapse(2)
     for (int64_t r = 0; r < rows; ++r) {
         for (int64_t o = 0; o < out_f; ++o) {
@@ -29,15 +33,24 @@ torch::Tensor linear_forward(torch::Tensor x, torch::Tensor weight, torch::Tenso
     }
     return out;
 }
+
+STABLE_TORCH_LIBRARY(kw_linear_cpu, m) {
+    m.def("linear_forward(Tensor x, Tensor weight, Tensor bias, bool relu) -> Tensor");
+}
+STABLE_TORCH_LIBRARY_IMPL(kw_linear_cpu, CPU, m) {
+    m.impl("linear_forward", TORCH_BOX(&linear_forward));
+}
 """
 
-linear_ext = load_inline(
+load_inline(
     name="linear_cpu",
     cpp_sources=cpp_source,
-    functions=["linear_forward"],
-    extra_cflags=["-O3", "-fopenmp"],
+    is_python_module=False,
+    no_implicit_headers=True,
+    extra_cflags=["-O3", "-fopenmp", "-DTORCH_TARGET_VERSION=0x020d000000000000"],
     extra_ldflags=["-fopenmp"],
 )
+linear_ext = torch.ops.kw_linear_cpu
 
 
 class ModelNew(nn.Module):
