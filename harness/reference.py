@@ -5,9 +5,10 @@ from __future__ import annotations
 import itertools
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from harness.distributions import DISTRIBUTIONS, apply_distribution
 from harness.modules import module_from_file
@@ -82,6 +83,20 @@ def _run_once(model: Any, inputs: list[Any], device: str) -> tuple[Any, bool]:
     mutated = any(isinstance(a, torch.Tensor) and not torch.equal(torch.nan_to_num(a), torch.nan_to_num(b.cpu()))
                   for a, b in zip(inputs, used))
     return output, mutated
+
+
+@contextmanager
+def reference_threads(threads: int) -> Iterator[None]:
+    """The parent's reference computations one at a time, on `threads` threads (torch's count is per process)."""
+    import torch
+
+    with _REFERENCE_LOCK:
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(previous)
 
 
 def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],

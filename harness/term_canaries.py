@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.compare import compare_trial
 from harness.policy import EvalPolicy
-from harness.reference import ReferenceRun
+from harness.reference import ReferenceRun, reference_threads
 from harness.tensors import cloned, portable, to_device
 
 _SUMS = {operator.add, operator.sub, operator.iadd, operator.isub}
@@ -32,12 +32,13 @@ def negligible_terms(reference: ReferenceRun, policy: EvalPolicy) -> list[str]:
     if not terms:
         return []
     device = next((p.device.type for p in reference.model.parameters()), "cpu")
-    started = time.perf_counter()
-    _run(traced, reference.trial_inputs[0], device)
-    if (time.perf_counter() - started) * len(terms) * len(reference.trial_inputs) > _BUDGET_S:
-        return []
-    return [f"the reference without `{line}`" for node, arg, line in terms
-            if _passes_without(traced, node, arg, reference, policy, device)]
+    with reference_threads(policy.cpu_threads):  # as the reference's own computations: one at a time, few threads
+        started = time.perf_counter()
+        _run(traced, reference.trial_inputs[0], device)
+        if (time.perf_counter() - started) * len(terms) * len(reference.trial_inputs) > _BUDGET_S:
+            return []
+        return [f"the reference without `{line}`" for node, arg, line in terms
+                if _passes_without(traced, node, arg, reference, policy, device)]
 
 
 def _traced(model: Any) -> Any:
