@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.frozen_calls import FrozenSide, SideFailure, TensorAt
+from harness.frozen_calls import FrozenSide, SideFailure
 
 _IDLE_S = 0.005  # how long the child runs idle before its outputs are read again (work after `done`)
 
