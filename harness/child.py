@@ -23,7 +23,7 @@ from harness.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
 from harness.channel import ChildEnd
 from harness.integrity import (flatten, identity_snapshot, inputs_changed, output_problems,
                                replaced_since, returned_fingerprint, shares_memory, still_changing, thread_state)
-from harness.tensors import cloned, portable, to_device, values_at
+from harness.tensors import NOT_PLAIN, cloned, portable, to_device, values_at
 from harness.timing import make_timer
 
 _perf_counter = time.perf_counter  # bound before any candidate code runs
@@ -462,7 +462,7 @@ def describe_output(output: Any) -> list[Any]:
             described.append(type(item).__name__)
             continue
         if item.device.type == "meta" or item.layout != torch.strided:
-            described.append(f"not a plain dense CPU tensor ({item.layout}, {item.device.type})")
+            described.append(f"{NOT_PLAIN} ({item.layout}, {item.device.type})")
             continue
         storage = item.untyped_storage()
         described.append([item.data_ptr(), str(item.dtype).removeprefix("torch."), list(item.shape),

@@ -17,9 +17,8 @@ from harness.canaries import passing_canaries
 from harness.child_run import build_service, forkable, limits_for
 from harness.compare import compare_trial
 from harness.device import resolve_device
-from harness.frozen_calls import FrozenSide, SideFailure, parent_driven, slot_count
+from harness.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
 from harness.frozen_trials import CheckedTrials, cache_finding, run_trials
-from harness.integrity import flatten
 from harness.nvml import telemetry_flags
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
@@ -35,7 +34,6 @@ from harness.static_check import check_candidate
 from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.timed_checks import PROBE_POSITIONS
 from harness.timing import believed_samples, speedup_interval, summarize
-from harness.tensors import nbytes
 from harness.timing_slot import checking_slot, timing_slot
 from harness.verdicts import child_failure, integrity_failures, read_events
 from kernelbench.problem import Problem, ProblemError
@@ -147,7 +145,6 @@ class _Run:
         self.canaries: Future[list[str]] | None = None
         self.ref_session: ChildSession | None = None
         self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
-        self.findings: list[str] = []  # decisive findings of the parent-driven trials
         self.phase: str | None = None  # "correctness" while the parent drives the trials
         self.checked: CheckedTrials | None = None  # what the parent-driven trials saw
 
@@ -250,14 +247,12 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _failed(session.request({"cmd": "finish"}), run)
         return
     if session.shared is not None:  # the parent drives every call (harness/frozen_trials.py)
-        outputs = _checked_trials(evaluation, session, run, reference, policy)
-        if outputs is None:
-            return
+        outputs = _checked_trials(evaluation, session, run, reference)
     else:  # CUDA, or no freezer here: the child runs the trials and saves their outputs
-        if _failed(session.request({"cmd": "correctness"}), run):
-            return
-        outputs = _saved_outputs(evaluation, scratch)
-    if outputs is not None:
+        outputs = None if _failed(session.request({"cmd": "correctness"}), run) else _saved_outputs(evaluation, scratch)
+    if run.failure:
+        return
+    if outputs is not None:  # None: a verdict already (unreadable outputs, a broken protocol)
         _judge_outputs(evaluation, outputs, reference, policy)
     if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
         run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
@@ -273,13 +268,12 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _failed(session.request({"cmd": "finish"}), run)
 
 
-def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run, reference: ReferenceRun,
-                    policy: EvalPolicy) -> list[Any] | None:
+def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run,
+                    reference: ReferenceRun) -> list[Any] | None:
     """The trials through the candidate's input slots, as every timed call is made; None when its process failed
     (the failure is in `run`) or broke the protocol (a verdict already)."""
     started, run.phase = time.perf_counter(), "correctness"
-    most = 8 * max(nbytes(flatten(reference.outputs[0])), 1) + 4096
-    run.checked_side = FrozenSide(session, False, most)
+    run.checked_side = FrozenSide(session, False, output_bound(reference.outputs[0]))
     try:
         with checking_slot(evaluation.device):
             run.checked_side.prepare(slot_count(reference.trial_inputs[0]))
@@ -295,7 +289,7 @@ def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run, re
     finally:
         session.thaw()
         evaluation.phase_seconds["correctness"] = time.perf_counter() - started
-    run.findings, run.phase, run.checked = (checked.findings if policy.hardening else []), None, checked
+    run.phase, run.checked = None, checked
     return checked.outputs
 
 
@@ -365,7 +359,8 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         evaluation.reasons.extend(f"not checked: {b['skipped']}" for b in builds if b.get("skipped"))
         return
     assert reference is not None
-    decisive = run.findings + integrity_failures(result, reference, policy) + _kernel_use(evaluation, scratch, reference, policy,
+    checked = run.checked.findings if run.checked is not None and policy.hardening else []
+    decisive = checked + integrity_failures(result, reference, policy) + _kernel_use(evaluation, scratch, reference, policy,
                                                                           result, run)
     if decisive:
         evaluation.verdict = Verdict.REJECTED

@@ -19,7 +19,7 @@ from harness import remote_memory
 from harness.integrity import overlaps
 from harness.session import ChildSession
 from harness.shared_slots import SharedSlots
-from harness.tensors import UNSUPPORTED, nbytes
+from harness.tensors import NOT_PLAIN, UNSUPPORTED, nbytes
 
 _SLOT_BYTES = 256 << 20  # most input memory the slots of one child may take
 
@@ -36,6 +36,13 @@ class SideFailure(Exception):
 def slot_count(inputs: list[Any], most: int = 64) -> int:
     """How many input sets one child's slots hold (at most 256 MB of them)."""
     return max(1, min(most, _SLOT_BYTES // max(nbytes(inputs), 1)))
+
+
+def output_bound(reference_output: Any) -> int:
+    """The most bytes one call's output may span in the child: far more than the reference's, never unbounded."""
+    from harness.integrity import flatten
+
+    return 8 * max(nbytes(flatten(reference_output)), 1) + 4096
 
 
 def parent_driven(device: str) -> bool:
@@ -67,7 +74,7 @@ class TensorAt:
         address, dtype, shape, stride, _storage, _storage_bytes, plain = described
         self.dtype = _dtype(dtype)
         if self.dtype is None or type(address) is not int or not plain:
-            raise ValueError("not a plain dense CPU tensor")
+            raise ValueError(NOT_PLAIN)
         if not _ints(shape) or not _ints(stride) or len(shape) != len(stride):
             raise ValueError("a malformed shape or stride")
         self.address, self.shape, self.stride = address, shape, stride

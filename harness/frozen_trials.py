@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.frozen_calls import FrozenSide, SideFailure
+from harness.tensors import NOT_PLAIN
 
 _IDLE_S = 0.005  # how long the child runs idle before its outputs are read again (work after `done`)
 
@@ -84,7 +85,7 @@ def _output_types(side: FrozenSide, calls: int) -> list[str]:
     found = []
     for call in range(calls):
         for index, tensor in enumerate(side.tensors(call)):
-            if isinstance(tensor, str) and "plain" in tensor:
+            if isinstance(tensor, str) and tensor.startswith(NOT_PLAIN):
                 found.append(f"[output-type] output {index} is not a plain dense CPU torch.Tensor (a tensor "
                              "subclass can compute lazily or lie about its values): return a plain torch.Tensor")
     return found

@@ -107,17 +107,15 @@ def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: li
     One at a time per process: seeding and drawing use torch's global generator (and thread count), so a second
     thread's `manual_seed` between this one's seeding and its draws (a prebuild beside an evaluation) would give
     the parent a reference with other parameters than the child's, and a correct candidate would fail."""
-    with _REFERENCE_LOCK:
-        return _run_reference(problem, device, init_seed, trial_seeds, threads, vary_distributions)
+    with reference_threads(threads):
+        return _run_reference(problem, device, init_seed, trial_seeds, vary_distributions)
 
 
-def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int], threads: int,
+def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
                    vary_distributions: bool) -> ReferenceRun:
     import torch
 
     module = load_problem_module(problem)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
     try:
         torch.manual_seed(init_seed)
         init_inputs = list(module.get_init_inputs())
@@ -134,8 +132,6 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
         raise ProblemError(f"problem {problem.name}: {exc}") from exc
     except Exception as exc:
         raise ProblemError(f"problem {problem.name}: the reference itself failed: {type(exc).__name__}: {exc}") from exc
-    finally:
-        torch.set_num_threads(previous_threads)
     return run
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 UNSUPPORTED = "__unsupported_output_type__"
+NOT_PLAIN = "not a plain dense CPU tensor"  # how an output the parent cannot read directly is described
 
 
 def to_device(values: list[Any], device: str) -> list[Any]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from harness.fresh_inputs import draw_recipe, fresh_inputs, make_pools
-from harness.frozen_calls import FrozenSide, SideFailure, slot_count
+from harness.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
 from harness.integrity import flatten
 from harness.policy import EvalPolicy
 from harness.reference import ReferenceRun
@@ -189,7 +189,7 @@ class Timing:
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
-            most = 8 * nbytes(flatten(reference.outputs[0])) + 4096
+            most = output_bound(reference.outputs[0])
             try:
                 self.ref: Side = ParentSide(FrozenSide(ref, True, most))
                 self.cand: Side = ParentSide(checked or FrozenSide(cand, False, most))
