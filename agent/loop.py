@@ -16,8 +16,8 @@ from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
 from agent.recorder import RunRecorder
 from harness.evaluate import candidate_hash
-from harness.profile import kernels_of
-from harness.eval_task import EvalTask, Executor, build_seconds
+from harness.execution.eval_task import EvalTask, Executor, build_seconds
+from harness.execution.profile import kernels_of
 from harness.records import Evaluation, Unjudged
 from kernelbench.problem import Problem
 from rewards import select_exemplars

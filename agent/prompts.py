@@ -10,7 +10,7 @@ from typing import Any
 
 from agent.llm import Message
 from agent.parse import JudgeAdvice
-from harness.ncu import render_for_judge
+from harness.feedback.ncu import render_for_judge
 from kernelbench.problem import Problem
 
 _EXAMPLES = Path(__file__).with_name("examples")

@@ -98,7 +98,7 @@ class RunRecorder:
 
     def hardware_description(self) -> str:
         """The spec sheet the judge reads: peak rates, SMs, shared memory, L2 (GPU) or measured peaks (CPU)."""
-        from harness.device_specs import cpu_spec, gpu_spec
+        from harness.feedback.device_specs import cpu_spec, gpu_spec
 
         if self.config.device == "cuda":
             import torch

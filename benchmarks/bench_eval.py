@@ -71,8 +71,8 @@ def _timed_evaluation(problem, source: str, policy: EvalPolicy) -> tuple[Evaluat
 
 
 def _cpu(problem_name: str, repeats: int) -> None:
-    from harness.pch import PrecompiledHeaders
-    from harness.sandbox import Limits
+    from harness.build.pch import PrecompiledHeaders
+    from harness.isolation.sandbox import Limits
 
     problem = find_bundled(problem_name)
     path = FULL_RELU if problem_name == "relu" else bundled_candidate(problem)  # a torch/extension.h candidate
@@ -129,8 +129,8 @@ def _light(problem, plain: float, policy: EvalPolicy) -> None:
 
 def _plain_cuda_compile_s(source: str) -> float:
     """What load_inline's build.ninja runs before its link, as torch writes it (nvcc -c and c++ -c, 2 jobs)."""
-    from harness.cuda_compile import CPU_TORCH_DEFINES, ensure_cuda_home
-    from harness.native_build import ninja_binary, torch_ninja, write_sources
+    from harness.build.cuda_compile import CPU_TORCH_DEFINES, ensure_cuda_home
+    from harness.build.native_build import ninja_binary, torch_ninja, write_sources
 
     namespace: dict = {}
     exec(source.split("relu_ext = load_inline(")[0], namespace)  # the candidate's source strings
@@ -158,8 +158,8 @@ def _compile_only(problem, source: str) -> tuple[Evaluation, float, float]:
 def _cuda() -> None:
     """Compile-only CUDA: plain (torch's own compile steps), kernelwright cold, and cold with the host check's
     precompiled header."""
-    from harness.pch import PrecompiledHeaders
-    from harness.sandbox import Limits
+    from harness.build.pch import PrecompiledHeaders
+    from harness.isolation.sandbox import Limits
 
     if not shutil.which("nvcc"):
         print("compile-only CUDA: nvcc not installed here, skipped")

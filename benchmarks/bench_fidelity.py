@@ -23,9 +23,9 @@ from typing import Any, Callable
 import torch
 
 from harness import EvalPolicy, evaluate
-from harness.modules import module_from_file
+from harness.isolation.timing_slot import timing_cpus
 from harness.paths import home
-from harness.timing_slot import timing_cpus
+from harness.values.modules import module_from_file
 from kernelbench.bundled import bundled_candidate, bundled_problems
 from kernelbench.problem import Problem
 

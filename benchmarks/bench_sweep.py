@@ -41,8 +41,8 @@ def _sweep(workers: int, cache: str, limit: int, db: str) -> float:
 def _shared_header(root: str) -> float:
     """Build the header for the bundled candidates' flags (one cold evaluation gives them); its seconds."""
     from harness import evaluate
-    from harness.pch import PrecompiledHeaders
-    from harness.sandbox import Limits
+    from harness.build.pch import PrecompiledHeaders
+    from harness.isolation.sandbox import Limits
     from kernelbench.bundled import bundled_candidate, find_bundled
 
     os.environ["KERNELWRIGHT_BUILD_CACHE"] = f"{root}/header"

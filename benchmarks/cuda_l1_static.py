@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from harness.policy import EvalPolicy
-from harness.static_check import check_candidate
+from harness.verification.static_check import check_candidate
 
 
 def read_rows(path: Path, levels: set[int]) -> list[dict]:

@@ -12,30 +12,30 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from harness import job as J
-from harness.canaries import passing_canaries
-from harness.child_run import build_service, forkable, limits_for
-from harness.compare import compare_trial
+from harness.child import job as J
+from harness.child.child_run import build_service, forkable, limits_for
+from harness.child.scratch import read_result, save_inputs, scratch_folder, scratch_full
+from harness.child.verdicts import child_failure, integrity_failures, read_events
 from harness.device import resolve_device
-from harness.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
-from harness.frozen_trials import CheckedTrials, cache_finding, run_trials
-from harness.nvml import telemetry_flags
+from harness.feedback.nvml import telemetry_flags
+from harness.feedback.roofline import roofline
+from harness.isolation.sandbox import ChildOutcome
+from harness.isolation.scratch_quota import is_quota
+from harness.isolation.session import ChildSession, ChildStopped
+from harness.isolation.shared_slots import SharedSlots
+from harness.isolation.timing_slot import checking_slot, timing_slot
+from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
+from harness.measurement.frozen_trials import CheckedTrials, cache_finding, run_trials
+from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
+from harness.measurement.timed_checks import PROBE_POSITIONS
+from harness.measurement.timing import believed_samples, speedup_interval, summarize
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
-from harness.reference import ReferenceRun, run_reference
-from harness.roofline import roofline
-from harness.sandbox import ChildOutcome
-from harness.scratch import read_result, save_inputs, scratch_folder, scratch_full
-from harness.scratch_quota import is_quota
-from harness.session import ChildSession, ChildStopped
-from harness.shared_slots import SharedSlots
-from harness.source_scan import scan_built_sources
-from harness.static_check import check_candidate
-from harness.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
-from harness.timed_checks import PROBE_POSITIONS
-from harness.timing import believed_samples, speedup_interval, summarize
-from harness.timing_slot import checking_slot, timing_slot
-from harness.verdicts import child_failure, integrity_failures, read_events
+from harness.verification.canaries import passing_canaries
+from harness.verification.compare import compare_trial
+from harness.verification.reference import ReferenceRun, run_reference
+from harness.verification.source_scan import scan_built_sources
+from harness.verification.static_check import check_candidate
 from kernelbench.problem import Problem, ProblemError
 
 REFERENCE_ONLY = "# the reference's timing process: no candidate code\n"
@@ -246,7 +246,7 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
     if reference is None:  # compile-only: nothing runs
         _failed(session.request({"cmd": "finish"}), run)
         return
-    if session.shared is not None:  # the parent drives every call (harness/frozen_trials.py)
+    if session.shared is not None:  # the parent drives every call (harness/measurement/frozen_trials.py)
         outputs = _checked_trials(evaluation, session, run, reference)
     else:  # CUDA, or no freezer here: the child runs the trials and saves their outputs
         outputs = None if _failed(session.request({"cmd": "correctness"}), run) else _saved_outputs(evaluation, scratch)

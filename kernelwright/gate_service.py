@@ -11,9 +11,9 @@ from sqlalchemy import select
 
 from harness import EvalPolicy, Evaluation
 from harness.device import resolve_device
-from harness.eval_task import EvalTask
 from harness.evaluate import candidate_hash
-from harness.executor import open_executor
+from harness.execution.eval_task import EvalTask
+from harness.execution.executor import open_executor
 from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.matching import match_solution
 from kernelbench.shrink import shrink_problem

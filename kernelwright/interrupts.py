@@ -7,7 +7,7 @@ import threading
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-from harness.session import kill_live_processes
+from harness.isolation.session import kill_live_processes
 
 
 class RunInterrupted(Exception):

@@ -16,8 +16,8 @@ from agent.recorder import RunRecorder, stored_problem, stored_spec
 from agent.run_spec import DEFAULT_MODEL, ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
 from harness.device import DeviceError, resolve_device
-from harness.eval_task import Executor, ExecutorUnavailable
-from harness.executor import open_executor
+from harness.execution.eval_task import Executor, ExecutorUnavailable
+from harness.execution.executor import open_executor
 from harness.paths import home
 from kernelbench.bundled import resolve_problem
 from kernelwright.eval_service import UsageError

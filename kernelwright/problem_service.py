@@ -36,9 +36,9 @@ def check_problems(problems: list[Problem], device: str, shrink: bool, trials: i
     it is known (a killed check keeps what it finished)."""
     import secrets
 
-    from harness.canaries import passing_canaries
     from harness.policy import EvalPolicy
-    from harness.reference import run_reference
+    from harness.verification.canaries import passing_canaries
+    from harness.verification.reference import run_reference
 
     policy = EvalPolicy(trials=trials)
     rows: list[dict[str, Any]] = []

@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from agent.run_spec import ModelSpec
 from harness.device import device_notice, resolve_device
-from harness.eval_task import Executor, ExecutorUnavailable
-from harness.executor import default_workers, open_executor
+from harness.execution.eval_task import Executor, ExecutorUnavailable
+from harness.execution.executor import default_workers, open_executor
 from harness.paths import home
 from kernelbench.problem import Problem, load_problems
 from kernelbench.shrink import shrink_problem

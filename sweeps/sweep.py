@@ -21,8 +21,8 @@ from agent.loop import Optimizer
 from agent.recorder import RunRecorder
 from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from harness import EvalPolicy, Evaluation
-from harness.eval_task import EvalTask, Executor, own_seconds
-from harness.profile import kernels_of
+from harness.execution.eval_task import EvalTask, Executor, own_seconds
+from harness.execution.profile import kernels_of
 from harness.records import Unjudged
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
@@ -225,7 +225,7 @@ def _in_daemon_threads(calls: list[Callable[[], None]], limit: int, stopped: Cal
 def ensure_baselines(sessions: sessionmaker[Session], problems: list[Problem], device: str, policy: EvalPolicy,
                      progress: Progress | None = None) -> None:
     """Measure eager and torch.compile timings for problems that have none on this device yet."""
-    from harness.baseline import device_key, measure_baselines
+    from harness.execution.baseline import device_key, measure_baselines
 
     key = device_key(device, policy.cpu_threads)
     for problem in problems:
@@ -245,7 +245,7 @@ def ensure_baselines(sessions: sessionmaker[Session], problems: list[Problem], d
 
 def _baselines(sessions: sessionmaker[Session], fingerprints: dict[str, str], device: str,
                threads: int) -> dict[str, BaselineRow]:
-    from harness.baseline import device_key
+    from harness.execution.baseline import device_key
 
     key = device_key(device, threads)
     with sessions() as session:

@@ -12,8 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from harness.evaluate import candidate_hash
-from harness.eval_task import EvalTask
-from harness.executor import TimingGate
+from harness.execution.eval_task import EvalTask
+from harness.execution.executor import TimingGate
 from harness.records import Evaluation, TimingStats, Verdict
 
 _MARK = re.compile(r"#\s*fake:\s*(\w+)(?:\s+([0-9.]+))?")

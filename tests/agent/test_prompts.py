@@ -6,10 +6,10 @@ from pathlib import Path
 
 from agent.parse import JudgeAdvice
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
-from harness.device_specs import gpu_spec
-from harness.ncu import parse_ncu_csv
-from harness.roofline import roofline
-from harness.sass import parse_sass
+from harness.feedback.device_specs import gpu_spec
+from harness.feedback.ncu import parse_ncu_csv
+from harness.feedback.roofline import roofline
+from harness.feedback.sass import parse_sass
 from kernelbench.bundled import find_bundled
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

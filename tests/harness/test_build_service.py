@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.build_service import MANIFEST, BuildService, sha256_of, validate
-from harness.sandbox import Limits
+from harness.build.build_service import MANIFEST, BuildService, sha256_of, validate
+from harness.isolation.sandbox import Limits
 
 import pytest
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from harness.canaries import passing_canaries
-from harness.distributions import apply_distribution
 from harness.policy import EvalPolicy
-from harness.reference import run_reference
+from harness.values.distributions import apply_distribution
+from harness.verification.canaries import passing_canaries
+from harness.verification.reference import run_reference
 from kernelbench.bundled import bundled_problems
 from kernelbench.problem import problem_from_source
 from kernelwright.problem_service import check_problems
@@ -78,7 +78,7 @@ def test_a_large_magnitude_trial_breaks_a_softmax_without_max_subtraction() -> N
     """Trial 5 draws the problem's own sample times 100: exp() of logits near +100 overflows in fp32."""
     import torch
 
-    from harness.reference import run_reference
+    from harness.verification.reference import run_reference
     from kernelbench.bundled import find_bundled
 
     run = run_reference(find_bundled("softmax"), "cpu", 1, [11, 12, 13, 14, 15])

@@ -1,4 +1,4 @@
-"""Control groups (harness/cgroups.py): groups a killed process left behind are reaped, live ones never."""
+"""Control groups (harness/isolation/cgroups.py): groups a killed process left behind are reaped, live ones never."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from harness.cgroups import ControlGroup, reap
+from harness.isolation.cgroups import ControlGroup, reap
 
 
 def test_abandoned_empty_groups_are_reaped_and_groups_in_use_are_kept() -> None:
@@ -27,8 +27,8 @@ def test_abandoned_empty_groups_are_reaped_and_groups_in_use_are_kept() -> None:
 
 
 def test_a_timed_group_is_pinned_and_freezable_and_keeps_its_limits_without_a_cpuset(monkeypatch) -> None:
-    from harness.cgroups import ControlGroup
-    import harness.cgroups as cgroups
+    from harness.isolation.cgroups import ControlGroup
+    import harness.isolation.cgroups as cgroups
 
     group = ControlGroup.create("pintest" + uuid.uuid4().hex, 64, 8, cpus="0")
     try:

@@ -1,7 +1,7 @@
 import torch
 
-from harness.compare import compare_trial
 from harness.policy import EvalPolicy
+from harness.verification.compare import compare_trial
 
 POLICY = EvalPolicy()
 

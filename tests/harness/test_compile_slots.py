@@ -10,10 +10,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import compile_slots
-from harness.compile_slots import compile_slot, default_workers
-from harness.pch import PrecompiledHeaders
-from harness.sandbox import Limits
+from harness.build import compile_slots
+from harness.build.compile_slots import compile_slot, default_workers
+from harness.build.pch import PrecompiledHeaders
+from harness.isolation.sandbox import Limits
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.sandbox import Limits
-from harness.session import run_jailed
+from harness.isolation.sandbox import Limits
+from harness.isolation.session import run_jailed
 
 LIMITS = Limits(timeout_s=30, memory_mb=2048, address_space_limit=False)
 # The jail needs CAP_SYS_ADMIN for its namespaces (root here and in CI); elsewhere evaluations record `NOT isolated`.
@@ -80,8 +80,8 @@ def test_the_parent_records_what_held(tmp_path: Path) -> None:
     """Read from the kernel, for a live jailed process and for one that is not jailed (the test itself)."""
     import subprocess
 
-    from harness.jail import containment_facts
-    from harness.session import jailed_command
+    from harness.isolation.jail import containment_facts
+    from harness.isolation.session import jailed_command
 
     work = tmp_path / "work"
     work.mkdir()
@@ -123,7 +123,7 @@ def test_a_build_cache_that_does_not_exist_yet_is_made_before_the_jail_binds_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under /tmp or a home folder (both hidden in the jail) only folders that exist are bound back: a fresh
     home's first build would land where the candidate's process cannot see it."""
-    from harness.session import needed_folders
+    from harness.isolation.session import needed_folders
 
     monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(tmp_path / "fresh" / "builds"))
     assert (tmp_path / "fresh" / "builds") in needed_folders() and (tmp_path / "fresh" / "builds").is_dir()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 
-from harness.executor import TimingGate
+from harness.execution.executor import TimingGate
 
 
 def test_gpu_timing_does_not_wait_for_compiles() -> None:

@@ -54,7 +54,7 @@ def test_nvml_telemetry_is_recorded_with_the_timing() -> None:
 
 
 def test_ncu_profiles_the_candidates_own_kernel() -> None:
-    from harness.profile import profile_candidate
+    from harness.execution.profile import profile_candidate
 
     result = profile_candidate(find_bundled("relu"), RELU_CUDA, ["relu_kernel"], EvalPolicy())
     if "error" in result:

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
-from harness.cgroups import ControlGroup
+from harness.isolation.cgroups import ControlGroup
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE, relu_variant
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu import METRICS, diagnose_failure, ncu_command, parse_ncu_csv, render_for_judge
-from harness.nvml import snapshot, telemetry_flags
-from harness.sass import parse_sass
+from harness.feedback.ncu import METRICS, diagnose_failure, ncu_command, parse_ncu_csv, render_for_judge
+from harness.feedback.nvml import snapshot, telemetry_flags
+from harness.feedback.sass import parse_sass
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -79,7 +79,7 @@ def test_a_metric_ncu_cannot_collect_is_dropped_not_sent_as_text() -> None:
 
 def test_profiling_on_another_device_is_a_reason(tmp_path: Path) -> None:
     from harness import EvalPolicy, evaluate
-    from harness.profile import profile_accepted
+    from harness.execution.profile import profile_accepted
     from kernelbench.bundled import find_bundled
 
     relu = find_bundled("relu")

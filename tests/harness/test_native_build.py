@@ -14,11 +14,11 @@ from typing import Iterator
 
 import pytest
 
-from harness import pch
-from harness.build_service import BuildService
-from harness.native_build import inline_sources, plan_native
-from harness.pch import PrecompiledHeaders, eligible
-from harness.sandbox import Limits
+from harness.build import pch
+from harness.build.build_service import BuildService
+from harness.build.native_build import inline_sources, plan_native
+from harness.build.pch import PrecompiledHeaders, eligible
+from harness.isolation.sandbox import Limits
 
 LIMITS = Limits(timeout_s=120, memory_mb=4096, address_space_limit=False)
 PLAIN_CPP = 'extern "C" int answer() { return 42; }'

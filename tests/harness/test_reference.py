@@ -1,4 +1,4 @@
-"""The parent's reference (harness/reference.py): the same seeds give the same model and inputs, even when
+"""The parent's reference (harness/verification/reference.py): the same seeds give the same model and inputs, even when
 other threads compute references at the same time (a prebuild beside an evaluation)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import torch
 
-from harness.reference import run_reference
+from harness.verification.reference import run_reference
 from kernelbench.problem import Problem
 
 SLOW_INIT = """

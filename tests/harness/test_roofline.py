@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.device_specs import DeviceSpec, cpu_spec, gpu_spec
-from harness.roofline import floor_ms, roofline
+from harness.feedback.device_specs import DeviceSpec, cpu_spec, gpu_spec
+from harness.feedback.roofline import floor_ms, roofline
 from kernelbench.bundled import bundled_problems, find_bundled
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import psutil
 
-from harness.sandbox import Limits, child_environment, kill_tree
-from harness.session import run_child
+from harness.isolation.sandbox import Limits, child_environment, kill_tree
+from harness.isolation.session import run_child
 
 
 def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatch) -> None:

@@ -1,4 +1,4 @@
-"""Input slots shared by the parent and a timed child (harness/shared_slots.py)."""
+"""Input slots shared by the parent and a timed child (harness/isolation/shared_slots.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from harness.shared_slots import SharedSlots, child_slots, supported
+from harness.isolation.shared_slots import SharedSlots, child_slots, supported
 
 pytestmark = pytest.mark.skipif(not supported(), reason="no sealable memfd here")
 

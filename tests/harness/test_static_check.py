@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.policy import EvalPolicy
-from harness.static_check import check_candidate
+from harness.verification.static_check import check_candidate
 from tests.conftest import CPU_CANDIDATES, CUDA_CANDIDATES, RELU_CANDIDATE, relu_variant
 
 RELU_SOURCE = RELU_CANDIDATE.read_text()

@@ -1,4 +1,4 @@
-"""The parent's timing loop (harness/timed_calls.py) and its checks on timed calls (harness/timed_checks.py),
+"""The parent's timing loop (harness/measurement/timed_calls.py) and its checks on timed calls (harness/measurement/timed_checks.py),
 driven with scripted children: how many batches a precise speedup needs, and what a probe accepts."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import torch
 
+from harness.measurement.timed_calls import Timing
+from harness.measurement.timed_checks import Tolerance, probes_agree, trial_tolerances
 from harness.policy import EvalPolicy
-from harness.reference import ReferenceRun
-from harness.timed_calls import Timing
-from harness.timed_checks import Tolerance, probes_agree, trial_tolerances
+from harness.verification.reference import ReferenceRun
 
 
 class ScriptedChild:
@@ -94,5 +94,5 @@ def test_children_fix_the_allocator_thresholds_before_any_model_allocates() -> N
 
     if platform.libc_ver()[0] != "glibc":
         pytest.skip("not glibc: the allocator is left as it is")
-    probe = "from harness.child import steady_allocator; print(steady_allocator())"
+    probe = "from harness.child.main import steady_allocator; print(steady_allocator())"
     assert subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True).stdout.strip() == "True"

@@ -1,4 +1,4 @@
-"""Timing statistics (harness/timing.py): the bootstrap interval of the speedup."""
+"""Timing statistics (harness/measurement/timing.py): the bootstrap interval of the speedup."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from harness.timing import speedup_interval
+from harness.measurement.timing import speedup_interval
 
 
 def test_the_speedup_interval_brackets_the_true_ratio_and_narrows_with_samples() -> None:
@@ -29,7 +29,7 @@ def test_pairs_are_resampled_together_so_a_shared_drift_cancels() -> None:
 
 
 def test_cuda_events_are_believed_where_the_parents_clock_backs_them() -> None:
-    from harness.timing import believed_samples
+    from harness.measurement.timing import believed_samples
 
     ref_clock, cand_clock = [0.040] * 5, [0.030] * 5  # both pay ~0.03 ms of launch, flush and pipe per call
     ref_events, cand_events = [0.010] * 5, [0.0025] * 5
@@ -38,7 +38,7 @@ def test_cuda_events_are_believed_where_the_parents_clock_backs_them() -> None:
 
 
 def test_work_outside_the_candidates_events_falls_back_to_the_clock() -> None:
-    from harness.timing import believed_samples
+    from harness.measurement.timing import believed_samples
 
     ref_clock, cand_clock = [0.040] * 5, [5.0] * 5  # 5 ms per call on the wall, 2.5 us in its events
     ref, cand, doubt = believed_samples(ref_clock, cand_clock, [0.010] * 5, [0.0025] * 5)

@@ -30,7 +30,7 @@ def _not_faster(source: str, problem=RELU, most: float = 2.0) -> Verdict:
 # timed calls return nothing of value.
 PATCHED_PROBES = '''
 import sys
-_child = sys.modules.get("harness.child")
+_child = sys.modules.get("harness.child.main")
 if _child is not None:
     def _honest(original):
         def patched(self, command):
@@ -56,7 +56,7 @@ def test_patching_the_harness_code_in_its_own_process_changes_nothing_the_parent
 EARLY_WORK = '''
 import sys
 READY = {}
-_child = sys.modules.get("harness.child")
+_child = sys.modules.get("harness.child.main")
 if _child is not None:
     _stage = _child.Child.do_stage
     def _early(self, command):

@@ -15,12 +15,13 @@ import pytest
 
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
-from harness import EvalPolicy, timed_calls
-from harness.cgroups import build_freezers
-from harness.sandbox import Limits
-from harness.child_run import run_in_child
-from harness.session import run_jailed
-from harness.timing_slot import BuildDuringTiming, compiling, timing_slot
+from harness import EvalPolicy
+from harness.child.child_run import run_in_child
+from harness.isolation.cgroups import build_freezers
+from harness.isolation.sandbox import Limits
+from harness.isolation.session import run_jailed
+from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_slot
+from harness.measurement import timed_calls
 from kernelwright.optimize_service import run_optimize
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE
@@ -46,7 +47,7 @@ def test_the_slot_excludes_threads_of_one_process() -> None:
 
 _HOLD_COMPILE_LOCK = """
 import sys, time
-from harness.timing_slot import compiling
+from harness.isolation.timing_slot import compiling
 with compiling():
     print("holding", flush=True)
     time.sleep(float(sys.argv[1]))
@@ -197,7 +198,7 @@ def test_a_prebuild_child_running_candidate_python_is_frozen_too(tmp_path: Path,
 
 _HOLD_SLOT_AND_DIE = """
 import os, signal
-from harness.timing_slot import timing_slot
+from harness.isolation.timing_slot import timing_slot
 with timing_slot("cpu") as slot:
     print(slot.frozen_builds, flush=True)
     os.kill(os.getpid(), signal.SIGKILL)  # dies holding the slot: nothing thaws the builds it froze

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness import EvalPolicy
-from harness.child_run import run_in_child
+from harness.child.child_run import run_in_child
+from harness.isolation.session import CHILD_PROGRAM
 from kernelbench.bundled import find_bundled
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the jail's namespaces need root on this machine")
@@ -80,10 +81,10 @@ def test_without_the_zygote_children_start_from_scratch(tmp_path: Path, monkeypa
 def test_the_zygote_outlives_the_thread_that_first_needed_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Children die with the thread that started their parent process (PR_SET_PDEATHSIG): a worker thread that
     needed the zygote first and then ended must not take the zygote, and everyone's children, with it."""
-    from harness import zygote
+    from harness.isolation import zygote
 
     monkeypatch.setattr(zygote, "_current", None)
-    worker = threading.Thread(target=zygote.shared_zygote)
+    worker = threading.Thread(target=zygote.shared_zygote, args=(CHILD_PROGRAM,))
     worker.start()
     worker.join(120)
     started = zygote._current

@@ -1,6 +1,6 @@
 import pytest
 
-from harness.reference import run_reference
+from harness.verification.reference import run_reference
 from kernelbench import ProblemError
 from kernelbench.problem import problem_from_source
 from kernelbench.shrink import Budget, measure, rewrite_constants, shrink_problem, size_constants

@@ -1,0 +1,211 @@
+"""Content-addressed builds, the child's side: `load_inline` / `load` become requests to the parent.
+
+A candidate names its extension whatever it likes; two candidates that both say `name="relu"` would otherwise
+share torch's default build folder and one would silently load the other's kernel. Every build is keyed by a
+hash of everything that determines the binary (never the name), built by the parent's build service
+(`harness/build/build_service.py`) in a fresh folder, and imported here from the read-only cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.verification.source_scan import own_ops
+
+BUILD_FORMAT = 3  # what a cache entry holds; raised when that changes (2: parent-planned builds, cubins;
+#                   3: compile-only CUDA with torch's own flags, -std=c++20)
+LOG_NAME = "build.log"
+
+
+def read_log(path: Path) -> str:
+    """A build's log or output file, or "" where it was never written."""
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+class BuildFailed(RuntimeError):
+    """The compiler or linker rejected the candidate's sources; the message carries the log."""
+
+
+def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
+    material = json.dumps({"kind": kind, "args": arguments, "torch": torch_version, "format": BUILD_FORMAT,
+                           "python": sys.version_info[:2]}, sort_keys=True, default=str)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+class KernelSwitch:
+    """Counts calls into the candidate's own extension functions and, when `poison` is on, fills what they
+    return (or, for functions that return nothing, the tensors they were given) with NaN: a knock-out run in
+    which a forward that never depended on its kernel still returns the right answer."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.poison = False
+        self.wrapped = 0
+
+    def wrap(self, module: Any) -> Any:
+        proxy = types.ModuleType(getattr(module, "__name__", "extension"))
+        for name in dir(module):
+            value = getattr(module, name)
+            if callable(value) and not name.startswith("__"):
+                setattr(proxy, name, self._wrap(value))
+                self.wrapped += 1
+            elif not name.startswith("__") or name == "__doc__":
+                setattr(proxy, name, value)
+        return proxy
+
+    def wrap_ops(self, namespaces: dict[str, list[str]]) -> None:
+        """The operators a light (stable-ABI) build registered, `torch.ops.<ns>.<op>`, replaced in their namespace
+        by counting, poisonable wrappers (a call through `.default` goes around them)."""
+        import torch
+
+        for namespace, names in namespaces.items():
+            holder = getattr(torch.ops, namespace)
+            for name in names:
+                try:
+                    setattr(holder, name, self._wrap(getattr(holder, name)))
+                except (AttributeError, RuntimeError):  # declared in a comment, or never registered
+                    continue
+                self.wrapped += 1
+
+    def _wrap(self, function: Callable[..., Any]) -> Callable[..., Any]:
+        switch = self
+
+        def kernel(*args: Any, **kwargs: Any) -> Any:
+            switch.calls += 1
+            result = function(*args, **kwargs)
+            if switch.poison:
+                _poison(result if result is not None else list(args) + list(kwargs.values()))
+            return result
+
+        kernel.__name__ = getattr(function, "__name__", "kernel")
+        return kernel
+
+    def watch_graphs(self, graph_class: Any) -> None:
+        """CUDA graphs are a legitimate way to launch one's own kernels: a graph that captured calls of the
+        candidate's functions counts them again at each replay, and in the knock-out run it does not replay (its
+        kernels are the candidate's: poisoned, they produce nothing). A graph of torch ops alone counts nothing
+        and replays as usual, so forward still reads as a ghost."""
+        switch = self
+        begin, end, replay = graph_class.capture_begin, graph_class.capture_end, graph_class.replay
+
+        def capture_begin(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            graph._kernelwright_calls_at_begin = switch.calls
+            return begin(graph, *args, **kwargs)
+
+        def capture_end(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            result = end(graph, *args, **kwargs)
+            graph._kernelwright_kernels = switch.calls - getattr(graph, "_kernelwright_calls_at_begin", switch.calls)
+            return result
+
+        def replayed(graph: Any, *args: Any, **kwargs: Any) -> Any:
+            kernels = getattr(graph, "_kernelwright_kernels", 0)
+            switch.calls += kernels
+            if kernels and switch.poison:
+                return None
+            return replay(graph, *args, **kwargs)
+
+        graph_class.capture_begin, graph_class.capture_end, graph_class.replay = capture_begin, capture_end, replayed
+
+
+def _poison(value: Any) -> None:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        with torch.no_grad():
+            value.fill_(float("nan") if value.is_floating_point() else 7)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _poison(item)
+
+
+class CompiledOnly:
+    """Stands in for the extension module: the kernel built, but nothing can run without a GPU."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        raise RuntimeError(f"compile-only device: {self._name}.{attribute} cannot run without a GPU")
+
+
+class RemoteBuilder:
+    """Stands in for torch's `load_inline` and `load` inside the child: every build is a request to the parent,
+    which answers with a verified binary in the (read-only) cache; the child only imports it."""
+
+    def __init__(self, channel: Any, switch: KernelSwitch, compile_only: bool = False) -> None:
+        import torch.utils.cpp_extension as cpp
+
+        self.channel = channel
+        self.switch = switch
+        self.compile_only = compile_only
+        self.real_inline = cpp.load_inline
+        self.real_load = cpp.load
+        self.builds: list[dict[str, Any]] = []
+
+    def install(self) -> None:
+        import torch.utils.cpp_extension as cpp
+
+        cpp.load_inline = self.load_inline
+        cpp.load = self.load
+
+    def load_inline(self, *args: Any, **kwargs: Any) -> Any:
+        arguments = dict(inspect.signature(self.real_inline).bind(*args, **kwargs).arguments)
+        return self._request("inline", arguments)
+
+    def load(self, *args: Any, **kwargs: Any) -> Any:
+        arguments = dict(inspect.signature(self.real_load).bind(*args, **kwargs).arguments)
+        paths = arguments.get("sources")
+        items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths or [])
+        arguments["sources"] = [{"name": str(p), "text": Path(p).read_text(errors="replace")} for p in items]
+        return self._request("load", arguments)
+
+    def _request(self, kind: str, arguments: dict[str, Any]) -> Any:
+        self.channel.send({"build": {"kind": kind, "arguments": arguments}})
+        reply = self.channel.receive().get("built") or {}
+        self.builds.append({"name": arguments.get("name"), "ok": bool(reply.get("ok"))})
+        if not reply.get("ok"):
+            raise BuildFailed(str(reply.get("error") or "the build failed"))
+        if self.compile_only:
+            return CompiledOnly(str(reply.get("name")))
+        folder = Path(str(reply["folder"]))
+        binary = folder / str(reply["binary"])
+        if hashlib.sha256(binary.read_bytes()).hexdigest() != reply.get("sha256"):
+            raise BuildFailed("the cached binary does not match its manifest")
+        module = _import_built(str(reply["name"]), binary, bool(reply.get("is_python_module", True)))
+        if module is None:  # a plain library whose operators registered themselves: count and poison those
+            self.switch.wrap_ops(own_ops(_source_text(arguments)))
+            return None
+        return self.switch.wrap(module)
+
+
+def _source_text(arguments: dict[str, Any]) -> str:
+    parts: list[Any] = [arguments.get("cpp_sources"), arguments.get("cuda_sources")]
+    parts += [s.get("text") for s in arguments.get("sources") or [] if isinstance(s, dict)]
+    flat = [p for part in parts for p in ([part] if isinstance(part, str) else part or []) if isinstance(p, str)]
+    return "\n".join(flat)
+
+
+def _import_built(name: str, library: Path, is_python_module: bool) -> Any:
+    if not is_python_module:
+        import torch
+
+        torch.ops.load_library(str(library))
+        return None
+    spec = importlib.util.spec_from_file_location(name, library,
+                                                  loader=importlib.machinery.ExtensionFileLoader(name, str(library)))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

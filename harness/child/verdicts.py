@@ -1,0 +1,98 @@
+"""Turn what happened to the child (exit, timeout, memory, reported status) into a verdict with reasons."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.child import job as J
+from harness.isolation.sandbox import ChildOutcome, signal_name
+from harness.policy import EvalPolicy
+from harness.records import Verdict
+
+_PHASE_WORDS = {"start": "starting up", "import": "importing/building the candidate",
+                "construct": "constructing ModelNew", "correctness": "running the correctness trials",
+                "timing": "being timed", "calls": "running the checked and timed calls"}
+_STATUS_VERDICTS = {"compile_error": Verdict.COMPILE_ERROR, "runtime_error": Verdict.RUNTIME_ERROR,
+                    "rejected": Verdict.REJECTED}
+
+
+def read_events(scratch: Path) -> list[dict[str, Any]]:
+    events = []
+    try:
+        lines = (scratch / J.EVENTS_FILE).read_text().splitlines()
+    except OSError:
+        return events
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
+
+
+def _last_phase(events: list[dict[str, Any]]) -> str:
+    phases = [e.get("phase") for e in events if e.get("phase") in _PHASE_WORDS]
+    return _PHASE_WORDS.get(phases[-1], "starting up") if phases else "starting up"
+
+
+def log_tail(scratch: Path, chars: int = 3000) -> str:
+    try:
+        return (scratch / J.LOG_FILE).read_text(errors="replace")[-chars:].strip()
+    except OSError:
+        return ""
+
+
+def child_failure(outcome: ChildOutcome, result: J.ChildResult | None, events: list[dict[str, Any]],
+                  scratch: Path, policy: EvalPolicy, phase: str | None = None) -> tuple[Verdict, list[str]] | None:
+    """The verdict when the child did not finish cleanly or reported a failure; None when it did finish.
+    `phase`: what the parent knows it was doing (the child's calls all look alike to the child itself)."""
+    where = _PHASE_WORDS[phase] if phase in _PHASE_WORDS else _last_phase(events)
+    if outcome.timed_out:
+        return Verdict.TIMEOUT, [f"timed out after {policy.timeout_s:g} s while {where}; the whole process tree "
+                                 "was killed"]
+    if outcome.memory_exceeded:
+        return Verdict.CRASH, [f"exceeded the memory limit of {policy.memory_limit_mb} MB while {where} "
+                               f"(peak {outcome.peak_rss_mb:.0f} MB); the process tree was killed"]
+    if result is None:
+        tail = log_tail(scratch)
+        reason = f"the candidate's process died ({signal_name(outcome.returncode)}) while {where}"
+        return Verdict.CRASH, [reason] + ([f"last output:\n{tail}"] if tail else [])
+    status = result.status
+    if status in _STATUS_VERDICTS:
+        return _STATUS_VERDICTS[status], [result.message.strip()]
+    if status == "no_cuda_build":
+        return Verdict.REJECTED, ["compile-only CUDA device: the candidate built no CUDA sources"]
+    if status not in ("ok", "compiled"):
+        return Verdict.CRASH, [f"the candidate's process reported an unknown status {status!r}"]
+    return None
+
+
+def _thread_findings(threads: dict[str, dict[str, int]]) -> list[str]:
+    start, checked, timed = threads.get("start"), threads.get("after_correctness"), threads.get("after_timing")
+    findings = []
+    for state in (s for s in (checked, timed) if s and start):
+        if state["torch_threads"] != start["torch_threads"]:
+            findings.append(f"threads: the candidate changed torch's thread count from {start['torch_threads']} "
+                            f"to {state['torch_threads']} (more cores than the reference gets)")
+            break
+    for state in (s for s in (checked, timed) if s and start):
+        if state["python_threads"] > start["python_threads"]:
+            findings.append(f"threads: {state['python_threads'] - start['python_threads']} Python thread(s) the "
+                            "candidate started are still running")
+            break
+    if checked and timed and timed["os_threads"] > checked["os_threads"]:
+        findings.append(f"threads: OS threads grew from {checked['os_threads']} to {timed['os_threads']} while "
+                        "being timed (work that outlives the call)")
+    return findings
+
+
+def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy) -> list[str]:
+    """Integrity violations observed in the child, as `[check] message` reasons."""
+    if not policy.hardening:
+        return []
+    observed = list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads)
+    if reference.mutates_inputs:  # the reference writes into its inputs too: not the candidate's trick
+        observed = [o for o in observed if not o.startswith("mutation:")]
+    return [f"[{text.split(':', 1)[0]}] {text.split(':', 1)[1].strip()}" for text in observed]

@@ -1,0 +1,373 @@
+"""The parent's side of one untrusted process: start it in the jail, talk to it over a channel, enforce its
+clocks and memory, serve the builds it asks for, and kill everything it started when it is done.
+
+Wall clocks: the run clock (`Limits.timeout_s`) stops while the parent builds an extension the child asked for;
+each build has its own clock (`EvalPolicy.build_timeout_s`, enforced by the build service).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from contextlib import ExitStack
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from harness.isolation.cgroups import ControlGroup
+from harness.isolation.channel import ChannelClosed, ParentEnd
+from harness.isolation.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
+from harness.isolation.shared_slots import SharedSlots
+from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_abandoned
+from harness.isolation.zygote import ForkedChild, ZygoteUnavailable, shared_zygote
+
+_POLL_S = 0.05
+CHILD_PROGRAM = "harness.child"  # run as `python -m`: the program in the candidate's process (harness/child/main.py)
+BuildHandler = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ChildStopped(Exception):
+    """The child can no longer answer: it died, timed out, outgrew its memory or broke the protocol."""
+
+
+def needed_folders() -> list[Path]:
+    """What every jailed process must still see if it lives under /tmp or a home folder (both hidden): the
+    interpreter, user site-packages, the project, the build cache."""
+    import site
+
+    from harness.paths import build_cache_dir
+
+    user_site = Path(site.getusersitepackages()) if site.ENABLE_USER_SITE else None
+    cache = build_cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)  # it must exist to be bound back: builds land there later
+    return [Path(sys.prefix), Path(sys.base_prefix), *([user_site] if user_site and user_site.is_dir() else []),
+            Path(__file__).resolve().parents[1], cache]
+
+
+def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
+    folders = [word for folder in writable for word in ("--writable", str(folder))]
+    folders += [word for folder in needed_folders() for word in ("--visible", str(folder))]
+    launcher = Path(__file__).with_name("jail.py")  # run as a script: the launcher imports nothing of ours
+    return [sys.executable, str(launcher), *folders, "--", *command]
+
+
+_live: set["_Jailed"] = set()
+_stopping = threading.Event()
+
+
+def kill_live_processes(for_good: bool = False) -> None:
+    """Kill every jailed process this process started and has not finished (at exit, on interrupt). With
+    `for_good`, no new one starts afterwards either (a worker thread half-way through an evaluation stops at
+    its next process instead of building and timing for another minute)."""
+    if for_good:
+        _stopping.set()
+    for jailed in list(_live):
+        try:
+            jailed.finish(grace_s=0)
+        except (OSError, ValueError):  # its own thread finished it at the same moment
+            continue
+
+
+class _Jailed:
+    """A process started in the jail with its own cgroups and token; `finish` kills whatever it left behind."""
+
+    def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
+                 pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None, build: bool = False) -> None:
+        """`child_argv` (with `{CMD_FD}`/`{MSG_FD}`/`{SLOTS_FD}` for the `pass_fds`): `command` runs `harness.child` with
+        these arguments, so the zygote may fork it instead (the same jail, limits and environment).
+
+        A `build` (a compiler, or a prebuild child running the candidate module's top level) must never run beside
+        a CPU timing: it starts under the compile lock, which it releases once started where its cgroup can be
+        frozen (the timing freezes it) and holds to the end where it cannot (the timing waits for it)."""
+        if _stopping.is_set():
+            raise ChildStopped("interrupted: no new process starts")
+        self.compile_lock = ExitStack()
+        if build:
+            self.compile_lock.enter_context(compiling())
+        try:
+            self._start(command, folder, limits, log, pass_fds, child_argv, build)
+        except BaseException:
+            self.compile_lock.close()
+            raise
+        if self.group.freezer is not None:
+            self.compile_lock.close()
+
+    def _start(self, command: list[str], folder: Path, limits: Limits, log: Path, pass_fds: tuple[int, ...],
+               child_argv: list[str] | None, build: bool) -> None:
+        self.limits = limits
+        self.token = uuid.uuid4().hex
+        self.group = ControlGroup.create(self.token, limits.memory_mb, limits.max_processes, freezable=build,
+                                         cpus=None if build else limits.cpus)
+        self.outcome = ChildOutcome(returncode=None, wall_s=0.0, containment=self.group.describe())
+        self.started = time.monotonic()
+        self.log = open(log, "ab")
+        environment = child_environment(folder, limits.cpu_threads, self.token, gpu=limits.gpu)
+        self.proc: subprocess.Popen[bytes] | ForkedChild | None = None
+        if child_argv is not None:
+            self.proc = _forked(folder, limits, log, environment, self.group, pass_fds, child_argv)
+        if self.proc is None:
+            self.proc = subprocess.Popen(
+                jailed_command([folder], command), cwd=folder, stdin=subprocess.DEVNULL, stdout=self.log,
+                stderr=subprocess.STDOUT, env=environment, start_new_session=True,
+                preexec_fn=lambda: _preexec(limits, self.group), close_fds=True, pass_fds=pass_fds)
+        self.outcome.containment["started"] = "forked by the zygote" if isinstance(self.proc, ForkedChild) else "exec"
+        _live.add(self)
+
+    def thaw_if_abandoned(self) -> None:
+        """Polled by its watchdog: frozen while no CPU timing holds the machine means its timer died mid-slot."""
+        if self.group.frozen() and timing_abandoned():
+            self.group.thaw()
+
+    def over_memory(self) -> bool:
+        rss = _tree_rss_mb(self.proc.pid)
+        self.outcome.peak_rss_mb = max(self.outcome.peak_rss_mb, rss)
+        return rss > self.limits.memory_mb or self.group.hit_memory_limit()
+
+    def finish(self, grace_s: float) -> ChildOutcome:
+        """Give the process `grace_s` to exit, kill its tree and cgroup, collect the exit status. Idempotent."""
+        if self.outcome.wall_s:
+            return self.outcome
+        try:
+            try:
+                self.proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                pass
+            self.outcome.killed_pids = self.group.kill_all() + kill_tree(self.proc.pid, self.token)
+            self.outcome.returncode = self.proc.wait()
+            self.outcome.memory_exceeded |= self.group.hit_memory_limit()
+        finally:
+            self.outcome.wall_s = time.monotonic() - self.started
+            self.log.close()
+            self.group.remove()
+            self.compile_lock.close()
+            _live.discard(self)
+        return self.outcome
+
+
+def _forked(folder: Path, limits: Limits, log: Path, environment: dict[str, str], group: ControlGroup,
+            fds: tuple[int, ...], argv: list[str]) -> ForkedChild | None:
+    """The child forked by this process's zygote, or None (no zygote here: the caller execs it)."""
+    zygote = shared_zygote(CHILD_PROGRAM)
+    if zygote is None or len(fds) not in (2, 3):
+        return None
+    request = {"program": CHILD_PROGRAM, "argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),
+               "cgroups": [str(f) for f in group.folders], "writable": [str(folder)],
+               "visible": [str(f) for f in needed_folders()]}
+    try:
+        return zygote.fork(request, fds)
+    except (OSError, ZygoteUnavailable):
+        return None
+
+
+class ChildSession:
+    """One jailed `python -m harness.child SCRATCH CMD_FD MSG_FD ROLE` and the conversation with it."""
+
+    def __init__(self, scratch: Path, limits: Limits, role: str = "candidate", on_build: BuildHandler | None = None,
+                 prefix: list[str] | None = None, forkable: bool = False, shared: SharedSlots | None = None) -> None:
+        """`forkable`: the zygote may fork this child (no CUDA device: a CUDA-initialised fork was never verified
+        on a GPU, so GPU children are still started from scratch)."""
+        self.limits = limits
+        self.on_build = on_build
+        self.paused_s = 0.0  # time spent building for the child: not on its run clock
+        self.stopped: str | None = None
+        self.inner_pid: int | None = None  # the pid the child gave itself in its hello (inside its namespace)
+        cmd_r, cmd_w = os.pipe()
+        msg_r, msg_w = os.pipe()
+        self.shared = shared  # its timed input slots, in a file the parent maps too (harness/isolation/shared_slots.py)
+        shared_fd = () if shared is None else (shared.fd,)
+        command = [*(prefix or []), sys.executable, "-m", CHILD_PROGRAM, str(scratch), str(cmd_r), str(msg_w), role,
+                   *map(str, shared_fd)]
+        child_argv = [str(scratch), "{CMD_FD}", "{MSG_FD}", role, *(["{SLOTS_FD}"] if shared_fd else [])] \
+            if forkable and not prefix else None
+        self.jailed = _Jailed(command, scratch, limits, scratch / "child.log", pass_fds=(cmd_r, msg_w, *shared_fd),
+                              child_argv=child_argv, build=role == "build")  # a prebuild runs candidate Python
+        self.proc, self.outcome, self.started = self.jailed.proc, self.jailed.outcome, self.jailed.started
+        os.close(cmd_r)
+        os.close(msg_w)
+        self.channel = ParentEnd(cmd_w, msg_r)
+
+    # -- clocks and watchdog ---------------------------------------------------------------------------------
+
+    def clock_from_now(self) -> None:
+        """Restart the run clock (a process that waited idle for another one)."""
+        self.paused_s = time.monotonic() - self.started
+
+    def run_seconds(self) -> float:
+        return time.monotonic() - self.started - self.paused_s
+
+    def _deadline(self) -> float:
+        return time.monotonic() + max(self.limits.timeout_s - self.run_seconds(), 0.0)
+
+    def _stop(self, reason: str) -> ChildStopped:
+        self.stopped = self.stopped or reason
+        if reason == "timeout":
+            self.outcome.timed_out = True
+        elif reason == "memory":
+            self.outcome.memory_exceeded = True
+        return ChildStopped(reason)
+
+    def _watch(self) -> None:
+        self.jailed.thaw_if_abandoned()
+        if self.run_seconds() > self.limits.timeout_s:
+            raise self._stop("timeout")
+        if self.jailed.over_memory():
+            raise self._stop("memory")
+        if self.proc.poll() is not None:
+            raise self._stop("exited")
+
+    # -- conversation ----------------------------------------------------------------------------------------
+
+    def receive(self) -> dict[str, Any]:
+        """The next message that is not a build request (those are served on the way)."""
+        if self.stopped:
+            raise ChildStopped(self.stopped)
+        try:
+            while True:
+                if not self.channel.ready(_POLL_S):
+                    self._watch()
+                    continue
+                message = self._handled(self.channel.take())
+                if message is not None:
+                    return message
+        except ChannelClosed as exc:
+            self.proc.poll()
+            raise self._stop(f"closed: {exc}") from None
+
+    def request(self, command: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.channel.send(command)
+        except ChannelClosed:
+            raise self._stop("exited") from None
+        return self.receive()
+
+    def timed(self, command: dict[str, Any], thaw: bool = False) -> tuple[int, dict[str, Any]]:
+        """Send `command` and wait for its reply with nothing else in between: (nanoseconds, reply) on the
+        parent's clock, which nothing in the child can reach. `thaw`: the child is frozen and thawed only once
+        the clock runs. A build the child asks for meanwhile is served (refused while a CPU timing holds the
+        machine) and the wait goes on: a candidate that builds on its first call fails only where it is timed."""
+        if self.stopped:
+            raise ChildStopped(self.stopped)
+        try:
+            started = time.perf_counter_ns()
+            if thaw:
+                self.thaw()
+            self.channel.send(command)
+            reply = self.channel.receive_until(self._deadline())
+            while reply is not None and "build" in reply and len(reply) == 1:
+                self._serve_build(reply["build"])
+                reply = self.channel.receive_until(self._deadline())
+            elapsed = time.perf_counter_ns() - started
+        except ChannelClosed as exc:
+            raise self._stop(f"closed: {exc}") from None
+        if reply is None:
+            raise self._stop("timeout")
+        return elapsed, reply
+
+    def _handled(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """Serve what the child says on its own (hello, build requests); return anything else."""
+        if "hello" in message:
+            self.inner_pid = message["hello"] if type(message["hello"]) is int else None
+            self.outcome.containment.update(self._facts())
+        elif "build" in message:
+            self._serve_build(message["build"])
+        else:
+            return message
+        return None
+
+    def _serve_build(self, request: Any) -> None:
+        began = time.monotonic()
+        try:
+            reply = self.on_build(request) if self.on_build and isinstance(request, dict) else \
+                {"ok": False, "error": "builds are not served to this process"}
+        except BuildDuringTiming as refused:
+            reply = {"ok": False, "error": str(refused)}
+        finally:
+            self.paused_s += time.monotonic() - began
+        self.channel.send({"built": reply})
+
+    def _facts(self) -> dict[str, str]:
+        try:
+            import psutil
+
+            from harness.isolation.jail import containment_facts
+
+            inner = psutil.Process(self.proc.pid).children()
+            return containment_facts(inner[0].pid if inner else self.proc.pid)
+        except Exception:  # the child is gone already: nothing to record
+            return {}
+
+    # -- freezing and memory (the timing protocol: harness/measurement/frozen_calls.py) ----------------------------------
+
+    def freeze(self) -> None:
+        self.jailed.group.freeze()
+
+    def thaw(self) -> None:
+        self.jailed.group.thaw()
+
+    def memory_pid(self) -> int | None:
+        """The host pid of the process that answers this session (whose memory the parent reads), or None."""
+        from harness.isolation.remote_memory import find_process
+
+        if self.inner_pid is None:
+            return None
+        members = self.jailed.group.pids() or {self.proc.pid, *_descendants(self.proc.pid)}
+        return find_process(members, self.inner_pid)
+
+    # -- the end ---------------------------------------------------------------------------------------------
+
+    def wait_exit(self) -> None:
+        """Let the child finish on its own (serving builds), within its run clock."""
+        try:
+            while self.proc.poll() is None:
+                if self.channel.ready(_POLL_S):
+                    self._handled(self.channel.take())  # a batch child only speaks to ask for builds
+                    continue
+                self._watch()
+        except (ChannelClosed, ChildStopped):
+            pass
+
+    def close(self) -> ChildOutcome:
+        """Kill whatever is left (descendants, escaped forks), collect the exit status. Safe to call twice."""
+        self.channel.close()
+        # a child that answered `finish` exits on its own at once; anything left after that is killed
+        return self.jailed.finish(grace_s=2 if not self.stopped else 0.01)
+
+
+def _descendants(pid: int) -> set[int]:
+    try:
+        import psutil
+
+        return {p.pid for p in psutil.Process(pid).children(recursive=True)}
+    except Exception:  # gone already
+        return set()
+
+
+def run_child(scratch: Path, limits: Limits, prefix: list[str] | None = None,
+              on_build: BuildHandler | None = None, role: str = "batch", forkable: bool = False) -> ChildOutcome:
+    """Run the child to completion in batch mode (it reads its job and writes its result on its own)."""
+    session = ChildSession(scratch, limits, role=role, on_build=on_build, prefix=prefix, forkable=forkable)
+    try:
+        session.wait_exit()
+    finally:
+        outcome = session.close()
+    return outcome
+
+
+def run_jailed(command: list[str], folder: Path, limits: Limits) -> ChildOutcome:
+    """Run a non-conversing process (a build) in the jail with `folder` writable, to completion or its clock. A
+    CPU timing never runs beside it (frozen, or waited for: see `_Jailed` and `harness/isolation/timing_slot.py`)."""
+    jailed = _Jailed(command, folder, limits, folder / "process.log", build=True)
+    while jailed.proc.poll() is None:
+        if time.monotonic() - jailed.started > limits.timeout_s:
+            jailed.outcome.timed_out = True
+            break
+        if jailed.over_memory():
+            jailed.outcome.memory_exceeded = True
+            break
+        jailed.thaw_if_abandoned()
+        time.sleep(_POLL_S)
+    return jailed.finish(grace_s=0)

@@ -1,0 +1,342 @@
+"""Timing driven and clocked by the parent (runs in the parent).
+
+The reference is timed in its own child that never loads candidate code, the candidate in its child, in
+alternating batches, each on the parent's own `perf_counter_ns`: nothing in either child can touch that clock, and
+a batch only ends when the child has synchronized the device. On the CPU the parent writes every call's inputs into
+the frozen child and reads its outputs itself (`ParentSide`, harness/measurement/frozen_calls.py); on CUDA the child stages
+fresh inputs on the device from the parent's recipes, times each call with CUDA events after an L2 flush, and is
+probed by request (`StagingSide`). Every timed call is probed and a few are compared in full
+(`harness/measurement/timed_checks.py`). With `timing_precision`, a discarded pilot predicts how many batches a precise speedup
+needs, so a steady kernel is not timed for the whole budget; at least `timed_checks` calls still run (where they fit
+in 5x the budget), so the detection probability does not shrink with the timing or with large problems.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import statistics
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from harness.isolation.session import ChildSession
+from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
+from harness.measurement.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
+from harness.measurement.timing import speedup_interval
+from harness.policy import EvalPolicy
+from harness.values.fresh_inputs import draw_recipe, fresh_inputs, make_pools
+from harness.values.integrity import flatten
+from harness.values.tensors import nbytes
+from harness.verification.reference import ReferenceRun
+
+
+@dataclass
+class TimedRun:
+    ref_ms: list[float] = field(default_factory=list)
+    candidate_ms: list[float] = field(default_factory=list)
+    batch_size: int = 1
+    overhead_ms: float = 0.0
+    checked_calls: int = 0  # probed at secret positions against the reference's child
+    full_checks: int = 0  # of those, compared in full with the parent's own reference
+    pilot_batches: int = 0  # timed and discarded, to predict the batches a precise speedup needs
+    pilot_half_width: float | None = None
+    total_calls: int = 0
+    failures: list[str] = field(default_factory=list)  # `[check] reason`, decisive
+    slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
+    frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
+    parent_reads: bool = False  # the parent wrote inputs and read outputs itself, the children frozen between
+    kernel_calls: int | None = None  # the candidate's kernel calls while timed, where each `done` reported them
+    candidate_calls: int = 0  # forward calls the candidate made while timed (warm-up and pilot included)
+    ref_event_ms: list[float] = field(default_factory=list)  # CUDA: per batch, the median call's event time
+    candidate_event_ms: list[float] = field(default_factory=list)
+
+
+class TimingProtocolError(Exception):
+    """A child answered a timing command with something other than what was asked: its failure."""
+
+
+class ChildFailed(Exception):
+    """A child reported its own failure (the candidate's forward raised while being timed, say)."""
+
+    def __init__(self, reply: dict[str, Any], reference: bool) -> None:
+        super().__init__(str(reply.get("message", ""))[:200])
+        self.reply = reply
+        self.reference = reference
+
+
+def _expect(reply: dict[str, Any], key: str, reference: bool = False) -> Any:
+    if "failed" in reply:
+        raise ChildFailed(reply, reference)
+    if key not in reply:
+        raise TimingProtocolError(f"unexpected reply {str(reply)[:200]}")
+    return reply[key]
+
+
+class StagingSide:
+    """A timed child that stages its own inputs (the CUDA device: inputs are made on the GPU from the parent's
+    recipes, its outputs probed and packed by request). The CPU uses `FrozenSide` (harness/measurement/frozen_calls.py)."""
+
+    frozen = False
+
+    def __init__(self, session: ChildSession, reference: bool, scratch: Path) -> None:
+        self.session, self.reference, self.scratch = session, reference, scratch
+
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
+        _expect(self.session.request({"cmd": "stage", "calls": calls}), "staged", self.reference)
+        elapsed, reply = self.session.timed({"cmd": "go"})
+        if _expect(reply, "done", self.reference) != len(calls):
+            raise TimingProtocolError("the child ran a different number of calls than staged")
+        events = reply.get("event_ms")
+        self.event_ms = events if isinstance(events, list) and len(events) == len(calls) and calls and \
+            all(type(e) is float and 0 < e < 1e6 for e in events) else None
+        return elapsed
+
+    def last_event_ms(self) -> float | None:
+        """The per-call CUDA event time of the last batch (the median of its calls), where the child sent it."""
+        return statistics.median(self.event_ms) if getattr(self, "event_ms", None) else None
+
+    def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
+        return _expect(self.session.request({"cmd": "probe", "calls": mine, "positions": positions}), "values",
+                       self.reference)
+
+    def fetch(self, calls: list[int], name: str) -> list[Any] | None:
+        _expect(self.session.request({"cmd": "outputs", "calls": calls, "file": name}), "status")
+        try:
+            import torch
+
+            got = torch.load(self.scratch / name, weights_only=True)
+            return got if isinstance(got, list) and len(got) == len(calls) else None
+        except Exception:
+            return None
+        finally:
+            (self.scratch / name).unlink(missing_ok=True)
+
+
+class ParentSide:
+    """`FrozenSide` seen through the same three methods as `StagingSide`."""
+
+    frozen = True
+
+    def __init__(self, side: FrozenSide) -> None:
+        self.side, self.reference = side, side.reference
+        self.kernel_calls = 0  # in the last batch, as the child's `done` said
+
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
+        try:
+            elapsed, reply = self.side.batch(values or [])
+        except SideFailure as exc:
+            raise TimingProtocolError(str(exc)) from None
+        if _expect(reply, "done", self.reference) != len(calls):
+            raise TimingProtocolError("the child ran a different number of calls than sent")
+        self.kernel_calls = reply["kernel_calls"] if type(reply.get("kernel_calls")) is int else 0
+        return elapsed
+
+    def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
+        return self.side.probe(mine, positions)
+
+    def fetch(self, calls: list[int], name: str) -> list[Any] | None:
+        return [self.side.fetch(call) for call in calls]
+
+    def last_event_ms(self) -> float | None:
+        return None
+
+
+Side = StagingSide | ParentSide
+
+
+@contextmanager
+def _on_cpus(cpus: str | None) -> Iterator[None]:
+    """This thread on the timed children's CPUs while it writes their inputs: the inputs then sit in the caches
+    of the core that runs the call, as when a program's previous op just wrote them (written from another core,
+    every call paid for fetching them, and honest speedups moved toward 1)."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
+    except OSError:  # outside this process's cpuset: the writes still land, only colder
+        yield
+        return
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _sizes(policy: EvalPolicy, ref_ms: float, cand_ms: float, bytes_per_call: int, most: int) -> tuple[int, int]:
+    """(batch size, batches): about `timing_budget_s` per model, batches long enough to dwarf the pipe."""
+    per_round = max(ref_ms + cand_ms, 1e-4)
+    calls = max(policy.min_timed_calls, min(policy.max_timed_calls, int(policy.timing_budget_s * 2000 / per_round)))
+    batch = math.ceil(policy.batch_target_ms / max(min(ref_ms, cand_ms), 1e-4))
+    batch = max(1, min(batch, most, max(1, (256 << 20) // max(bytes_per_call, 1)), calls // policy.min_timed_calls or 1))
+    return batch, max(policy.min_timed_calls, math.ceil(calls / batch))
+
+
+class Timing:
+    """Alternating batches of reference and candidate, each in its own child, on the parent's clock. On the CPU
+    (`frozen`) the parent writes every call's inputs and reads every call's outputs itself, probing all of them;
+    on CUDA the children stage and probe (see StagingSide)."""
+
+    def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
+                 device: str, scratch: Path, pool_seed: int | None, seed: int,
+                 checked: FrozenSide | None = None) -> None:
+        """`checked`: the candidate's side that already ran the correctness trials (its slots stay)."""
+        self.reference, self.policy, self.device = reference, policy, device
+        self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
+        self.cpus = ref.jailed.limits.cpus if self.frozen else None
+        if self.frozen:
+            most = output_bound(reference.outputs[0])
+            try:
+                self.ref: Side = ParentSide(FrozenSide(ref, True, most))
+                self.cand: Side = ParentSide(checked or FrozenSide(cand, False, most))
+            except SideFailure as exc:
+                raise TimingProtocolError(str(exc)) from None
+        else:
+            self.ref, self.cand = StagingSide(ref, True, scratch), StagingSide(cand, False, scratch)
+        self.rng = random.Random(seed)
+        self.timed_trials = [t for t, name in enumerate(reference.distributions) if name == "default"] or \
+            list(range(len(reference.trial_inputs)))
+        # on the CPU the pools never leave the parent: nothing in either child can derive the next call's values
+        self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if pool_seed is None else pool_seed)
+        self.tolerances = trial_tolerances(reference, policy)
+        self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
+        self.run = TimedRun(parent_reads=self.frozen)
+        self.values: list[list[Any]] | None = None  # the current batch's inputs (CPU), written to both children
+
+    def recipes(self, count: int) -> list[Any]:
+        """Fresh calls on the problem's own input distribution: the trials that reshape it (spiky, heavy-tailed,
+        large) are for correctness; timed on them, a kernel with value-dependent paths (erf, exp) ran 15-25%
+        slower than on the inputs its users send."""
+        trials = self.timed_trials
+        calls = [[t, draw_recipe(self.rng, self.reference.trial_inputs[t])]
+                 for t in (trials[self.rng.randrange(len(trials))] for _ in range(count))]
+        self.values = [fresh_inputs(self.reference.trial_inputs[t], self.pools, recipe, "cpu")
+                       for t, recipe in calls] if self.frozen else None
+        return calls
+
+    def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float) -> float:
+        elapsed = side.batch_ns(calls, self.values)
+        if side is self.cand and isinstance(side, ParentSide):
+            self.run.kernel_calls = (self.run.kernel_calls or 0) + side.kernel_calls
+            self.run.candidate_calls += len(calls)
+        return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
+
+    def measure(self) -> TimedRun:
+        with _on_cpus(self.cpus if self.frozen else None):
+            return self._measure()
+
+    def _measure(self) -> TimedRun:
+        per_call = nbytes(self.reference.trial_inputs[0]) + nbytes(flatten(self.reference.outputs[0]))
+        if self.frozen:
+            for side in (self.ref, self.cand):
+                try:
+                    side.side.prepare(slot_count(self.reference.trial_inputs[0]))
+                except SideFailure as exc:
+                    if exc.reply is not None:
+                        raise ChildFailed(exc.reply, side.reference) from None
+                    raise TimingProtocolError(str(exc)) from None
+        self.recipes(0)
+        overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))
+        self.run.overhead_ms = overhead / 1e6
+        most = slot_count(self.reference.trial_inputs[0]) if self.frozen else 64
+        warm = {}
+        for s in (self.ref, self.cand):  # the second round sizes the batches: the first pays for first touches
+            warm[s] = min(self._batch_ms(s, self.recipes(min(self.policy.warmup_calls, most)), overhead)
+                          for _ in range(2))
+        batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand], per_call, most)
+        batches = self._batches_needed(batch, batches, overhead)
+        if self.policy.hardening:  # enough calls for the checks' claim, however few the speedup needs
+            floor = math.ceil(self.policy.timed_checks / batch)
+            affordable = int(5 * self.policy.timing_budget_s * 1000 / max((warm[self.ref] + warm[self.cand]) * batch,
+                                                                          1e-6))
+            batches = max(batches, min(floor, affordable))
+        total = batch * batches
+        checked = set(range(total)) if self.policy.hardening else set()  # every timed call is probed
+        self.full = set(self.rng.sample(sorted(checked), min(len(checked), self._full_checks())))
+        self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
+        for index in range(batches):
+            calls = self.recipes(batch)
+            mine = [i for i in range(batch) if index * batch + i in checked]
+            positions = probe_positions(self.rng, len(mine))
+            probed: dict[bool, Any] = {}
+            for side in self._order(index):
+                sample = self._batch_ms(side, calls, overhead)
+                (self.run.ref_ms if side is self.ref else self.run.candidate_ms).append(sample)
+                event = side.last_event_ms()
+                if event is not None:
+                    (self.run.ref_event_ms if side is self.ref else self.run.candidate_event_ms).append(event)
+                if mine and not self.frozen:  # right after `done`, before anything else runs
+                    probed[side is self.ref] = side.probe(mine, positions)
+            if mine and self.frozen:  # both frozen since their `done`: nothing in either has run since
+                probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
+            if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
+                return self.run
+        return self.run
+
+    def _full_checks(self) -> int:
+        """timed_full_checks, but no more than 512 MB of outputs compared in full (at least 2): a full check
+        reads, recomputes and compares the whole output, 3 s per call for 256 MB on a CPU, while the probes on
+        every call cost the same whatever the size."""
+        output = max(nbytes(flatten(self.reference.outputs[0])), 1)
+        return min(self.policy.timed_full_checks, max(2, (512 << 20) // output))
+
+    def _order(self, batch_index: int) -> tuple[Side, Side]:
+        """Who goes first alternates, so neither model always runs on caches the other warmed or evicted."""
+        return (self.ref, self.cand) if batch_index % 2 == 0 else (self.cand, self.ref)
+
+    def _batches_needed(self, batch: int, most: int, overhead: float) -> int:
+        """Batches for a ±timing_precision interval of the speedup, predicted from a pilot of min_timed_calls
+        batches whose samples are discarded (its calls are unchecked, so they must not count): the interval
+        narrows as 1/sqrt(batches)."""
+        pilot = self.policy.min_timed_calls
+        if not self.policy.timing_precision or most < 2 * pilot:
+            return most
+        ref, cand = [], []
+        for index in range(pilot):
+            calls = self.recipes(batch)
+            for side in self._order(index):
+                (ref if side is self.ref else cand).append(self._batch_ms(side, calls, overhead))
+        low, high = speedup_interval(ref, cand, resamples=200)
+        half_width = (high - low) / 2 / max(statistics.median(ref) / max(statistics.median(cand), 1e-12), 1e-12)
+        needed = math.ceil(pilot * (half_width / self.policy.timing_precision) ** 2)
+        self.run.pilot_batches, self.run.pilot_half_width = pilot, half_width
+        return min(most, max(pilot, needed + needed % 2))
+
+    def _check(self, batch_index: int, calls: list[Any], mine: list[int], positions: list[list[int]],
+               probed: Any, expected: Any) -> bool:
+        """Probed values against the reference child's; the full comparison for the chosen few and any that
+        differ; on the CPU also where the outputs lie (aliasing) and whether the inputs were changed."""
+        if self.frozen:
+            aliasing = self.cand.side.aliasing(len(calls))
+            if aliasing:
+                self.run.failures.extend(aliasing)
+                return False
+        if not isinstance(probed, list) or len(probed) != len(mine):
+            probed = [None] * len(mine)
+        full = [k for k, call in enumerate(mine)
+                if batch_index * len(calls) + call in self.full
+                or not probes_agree(probed[k], expected[k], self.tolerances[calls[call][0]])]
+        if not full:
+            return True
+        got = self.cand.fetch([mine[k] for k in full], f"timed_{batch_index}.pt")
+        if got is None:
+            self.run.failures.append("[timed-check] the outputs of timed calls could not be read back")
+            return False
+        self.run.full_checks += len(full)
+        for k, output in zip(full, got):
+            label = f"timed call {batch_index * len(calls) + mine[k]}"
+            if self.frozen and self.values is not None:
+                changed = self.cand.side.inputs_changed(mine[k], self.values[mine[k]])
+                if changed:
+                    self.run.failures.append(f"[mutation] {label}: forward() modified input(s) {changed} in place")
+                    return False
+            failure = full_check_failure(self.reference, self.pools, self.policy, self.device, calls[mine[k]],
+                                         output, positions[k], probed[k], label)
+            if failure:
+                self.run.failures.append(failure)
+                return False
+        return True

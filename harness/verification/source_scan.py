@@ -1,0 +1,124 @@
+"""Scan the C++/CUDA text of a candidate (every string in its Python, or the sources it actually built)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Iterable
+
+from harness.verification.findings import Finding
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+_STRING_LITERALS = re.compile(r'"(?:\\.|[^"\\\n])*"')
+
+_FATAL_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
+    ("streams", "creates CUDA streams: work on a stream the timer does not wait for is invisible",
+     re.compile(r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaStreamPerThread|cudaStreamNonBlocking)\b")),
+    ("streams", "sets stream attributes or persisting-L2 windows: state that outlives the timed call",
+     re.compile(r"\b(cudaStreamSetAttribute|accessPolicyWindow|cudaAccessPolicyWindow|cudaLimitPersistingL2CacheSize"
+                r"|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache)\b")),
+    ("streams", "binds a library handle to a stream", re.compile(r"\b(cublasSetStream\w*|cudnnSetStream)\b")),
+    ("threads", "starts threads: work after return escapes the timer",
+     re.compile(r"\b(std::thread|std::jthread|pthread_create|std::async)\b|\.detach\s*\(")),
+    ("fast-math", "enables fast-math, which computes results the reference never does (a kernel that looked "
+     "honest was off by 0.24 under -ffast-math): build without the flag, -O3 keeps IEEE semantics and still "
+     "vectorises",
+     re.compile(r"(-ffast-math|-?-use_fast_math|-Ofast|fast-math\"?\)|-funsafe-math-optimizations)")),
+    ("python-capi", "reaches the Python interpreter from C++ (code, frames, imports, attributes): the harness "
+     "lives in that interpreter",
+     re.compile(r"\b(PyRun_\w+|PyImport_\w+|PyFrame_\w+|PyEval_\w+|PyThreadState_\w+|PyObject_SetAttr\w*"
+                r"|PyObject_GetAttr\w*|PyDict_SetItem\w*|PySys_\w+|Py_CompileString\w*|PyModule_GetDict"
+                r"|py::module_?::import|py::exec|py::eval|pybind11::module_?::import|pybind11::exec|pybind11::eval)\b")),
+    ("profiler-hook", "installs an ATen/profiler callback: code that runs inside every PyTorch operator, the "
+     "reference's included",
+     re.compile(r"\b(addGlobalCallback|addThreadLocalCallback|RecordFunctionCallback|at::RecordFunction"
+                r"|ThreadLocalDebugInfo|c10::impl::tls_\w+|setGlobalCallback)\b")),
+    ("operator-override", "registers kernels for PyTorch's own operators (aten): it would replace the reference's "
+     "implementation", re.compile(r"\bTORCH_LIBRARY_(IMPL|FRAGMENT)\s*\(\s*(aten|_)\b|\bDispatcher::singleton\b")),
+    ("include", "includes a file by absolute or parent path: builds read only their own sources and the toolchain's",
+     re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
+    ("io", "file, process, network or environment access from C++",
+     re.compile(r"(?<![.>])\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
+                r"|dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|clone|syscall|ptrace|mmap|mprotect|kill|setsid|prctl|unshare|setns|mount)\s*\(")),
+]
+_COMPUTE_OPS = (r"matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|convolution|relu\w*|gelu|silu|sigmoid|tanh|softmax"
+                r"|log_softmax|layer_norm|batch_norm|group_norm|instance_norm|\w*pool\w*|sum|mean|amax|amin|cumsum"
+                r"|exp|log|sqrt|rsqrt|pow|einsum|\w*_loss|cross_entropy|kl_div|dropout|embedding|lstm|gru|rnn\w*"
+                r"|scaled_dot_product_attention|norm|var|std|argmax|argmin|topk|sort|where|clamp|erf|hardtanh"
+                r"|leaky_relu|elu|selu|mish|softplus|softsign|addcmul|addcdiv|mul|add|sub|div|max|min")
+_TORCH_COMPUTE = re.compile(rf"\b(?:torch|at)::(?:native::)?({_COMPUTE_OPS})\s*\(")
+_METHOD_COMPUTE = re.compile(rf"\.\s*({_COMPUTE_OPS})\s*\(")
+_LIBRARY = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cutlass::|cute::)")
+_DOWNCAST = re.compile(r"\b(__float2half\w*|__half2float|__nv_bfloat16|__float2bfloat16\w*|__half2?|half2?)\b")
+
+
+_OWN_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w+)\s*,")
+_OWN_OPS = re.compile(r"\.\s*def\s*\(\s*\"(?:\w+::)?(\w+)[(\"]")
+
+
+def own_namespaces(code: str) -> set[str]:
+    """Operator namespaces the candidate's C++ defines (TORCH_LIBRARY(ns, m), the stable STABLE_TORCH_LIBRARY):
+    torch.ops.<ns>.<op> then calls its own kernel."""
+    return set(_OWN_LIBRARY.findall(code)) - {"aten", "_", "prim", "prims"}
+
+
+def own_ops(code: str) -> dict[str, list[str]]:
+    """Each own namespace with the operators its C++ defines (`m.def("relu(Tensor x) -> Tensor")`)."""
+    names = sorted(dict.fromkeys(_OWN_OPS.findall(code)))
+    return {namespace: names for namespace in sorted(own_namespaces(code))}
+
+
+def _docstring_nodes(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                ids.add(id(first.value))
+    return ids
+
+
+def string_constants(tree: ast.AST) -> str:
+    """Every string literal in the Python file except docstrings, joined: the C++/CUDA sources and flags."""
+    skip = _docstring_nodes(tree)
+    parts = [n.value for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip]
+    return "\n".join(parts)
+
+
+def strip_comments(code: str) -> str:
+    return _STRING_LITERALS.sub('""', _COMMENTS.sub(" ", code))
+
+
+def _line_of(code: str, position: int) -> str:
+    start = code.rfind("\n", 0, position) + 1
+    end = code.find("\n", position)
+    return code[start:end if end >= 0 else None].strip()[:160]
+
+
+def scan_cpp(code: str, strict: bool) -> list[Any]:
+    """Findings for C++/CUDA text. Attacks on the harness are fatal; library compute is fatal only if strict."""
+    flags_and_code = code
+    code = strip_comments(code)
+    findings: list[Finding] = []
+    for check, message, pattern in _FATAL_PATTERNS:
+        text = {"fast-math": flags_and_code, "include": _COMMENTS.sub(" ", flags_and_code)}.get(check, code)
+        match = pattern.search(text)
+        if match:
+            findings.append(Finding(check, f"{message}: `{_line_of(text, match.start())}`"))
+    for pattern, what in ((_TORCH_COMPUTE, "calls PyTorch's own operator"), (_METHOD_COMPUTE, "calls a tensor op"),
+                          (_LIBRARY, "calls a vendor library (cuBLAS/cuDNN/CUTLASS)")):
+        match = pattern.search(code)
+        if match:
+            findings.append(Finding("torch-compute" if pattern is not _LIBRARY else "library-compute",
+                                    f"C++ {what} `{match.group(0).strip()}` in `{_line_of(code, match.start())}`",
+                                    fatal=strict))
+    match = _DOWNCAST.search(code)
+    if match:
+        findings.append(Finding("precision", f"C++ computes in reduced precision (`{match.group(0)}`)", fatal=strict))
+    return findings
+
+
+def scan_built_sources(builds: Iterable[dict[str, Any]], strict: bool) -> list[Any]:
+    """Scan what was actually compiled (sources assembled at run time escape the Python-level scan)."""
+    return scan_cpp("\n".join(b.get("source_text", "") for b in builds), strict)
