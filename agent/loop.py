@@ -15,7 +15,7 @@ from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
 from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
 from agent.recorder import RunRecorder
-from harness.evaluate import candidate_hash
+from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
 from harness.execution.profile import kernels_of
 from harness.records import Evaluation, Unjudged

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent.llm import LLMReply, Message
 from agent.run_spec import ProblemRef, RunSpec, code_version
-from harness.evaluate import candidate_hash
+from harness.pipeline import candidate_hash
 from harness.records import Evaluation
 from kernelbench.problem import Problem
 from store import ProblemRow, record_evaluation

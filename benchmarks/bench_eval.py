@@ -71,7 +71,7 @@ def _timed_evaluation(problem, source: str, policy: EvalPolicy) -> tuple[Evaluat
 
 
 def _cpu(problem_name: str, repeats: int) -> None:
-    from harness.build.pch import PrecompiledHeaders
+    from harness.compilation.pch import PrecompiledHeaders
     from harness.isolation.sandbox import Limits
 
     problem = find_bundled(problem_name)
@@ -129,8 +129,8 @@ def _light(problem, plain: float, policy: EvalPolicy) -> None:
 
 def _plain_cuda_compile_s(source: str) -> float:
     """What load_inline's build.ninja runs before its link, as torch writes it (nvcc -c and c++ -c, 2 jobs)."""
-    from harness.build.cuda_compile import CPU_TORCH_DEFINES, ensure_cuda_home
-    from harness.build.native_build import ninja_binary, torch_ninja, write_sources
+    from harness.compilation.cuda_compile import CPU_TORCH_DEFINES, ensure_cuda_home
+    from harness.compilation.native_build import ninja_binary, torch_ninja, write_sources
 
     namespace: dict = {}
     exec(source.split("relu_ext = load_inline(")[0], namespace)  # the candidate's source strings
@@ -158,7 +158,7 @@ def _compile_only(problem, source: str) -> tuple[Evaluation, float, float]:
 def _cuda() -> None:
     """Compile-only CUDA: plain (torch's own compile steps), kernelwright cold, and cold with the host check's
     precompiled header."""
-    from harness.build.pch import PrecompiledHeaders
+    from harness.compilation.pch import PrecompiledHeaders
     from harness.isolation.sandbox import Limits
 
     if not shutil.which("nvcc"):

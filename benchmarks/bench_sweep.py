@@ -41,7 +41,7 @@ def _sweep(workers: int, cache: str, limit: int, db: str) -> float:
 def _shared_header(root: str) -> float:
     """Build the header for the bundled candidates' flags (one cold evaluation gives them); its seconds."""
     from harness import evaluate
-    from harness.build.pch import PrecompiledHeaders
+    from harness.compilation.pch import PrecompiledHeaders
     from harness.isolation.sandbox import Limits
     from kernelbench.bundled import bundled_candidate, find_bundled
 

@@ -6,30 +6,23 @@ import json
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from harness import EvalPolicy
-from harness.device import DEVICES, DeviceError
-from kernelbench.bundled import PROBLEMS_ROOT
-from kernelbench.problem import ProblemError, load_problems
-from kernelwright import __version__, render
-from kernelwright.eval_service import UsageError, run_eval
-from agent.config import OptimizeConfig
-from agent.recorder import ResumeError
-from kernelwright.export_service import export_dataset
-from kernelwright.gate_service import GateResult, gate_folder, gate_store
-from agent.run_spec import ModelSpec
-from kernelwright.interrupts import RunInterrupted
-from kernelwright.optimize_service import rerun_optimize, run_optimize
-from kernelwright.runs_service import compare_runs, problem_best, run_details, runs_list, write_run_report
-from kernelwright.sweep_service import run_sweep, select_problems
-from sweeps.sweep import SweepConfig
-from kernelwright.problem_service import check_problems, shrink_report
-from store.db import StoreError
+from harness.device import DEVICES
+from kernelwright import __version__
+
+if TYPE_CHECKING:
+    from harness import EvalPolicy
+    from kernelwright.gate_service import GateResult
+    from agent.run_spec import ModelSpec
+    from kernelwright.interrupts import RunInterrupted
+
+# Each command imports its service when it runs: `kernelwright --help` loads typer and rich, not torch, the
+# harness's stages or SQLAlchemy.
 
 HELP = {"help_option_names": ["-h", "--help"]}
 app = typer.Typer(no_args_is_help=True, add_completion=False, context_settings=HELP,
@@ -66,12 +59,25 @@ EXIT_NOT_ACCEPTED = 1
 EXIT_USAGE = 2
 
 
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The exceptions that mean a user's mistake (a message and exit status 2, never a traceback)."""
+    from agent.recorder import ResumeError
+    from harness.device import DeviceError
+    from kernelbench.problem import ProblemError
+    from kernelwright.eval_service import UsageError
+    from store.db import StoreError
+
+    return UsageError, ProblemError, DeviceError, StoreError, ResumeError
+
+
 def _fail(message: str) -> typer.Exit:
     stderr.print(f"[bold red]error:[/] {escape(message)}")
     return typer.Exit(EXIT_USAGE)
 
 
 def _policy(level: str, **fields: object) -> EvalPolicy:
+    from harness import EvalPolicy
+    
     if level not in ("strict", "default"):
         raise _fail(f"--policy {level!r}: choose strict or default")
     return EvalPolicy(static_policy=level, **fields)
@@ -85,6 +91,8 @@ def _levels(level: str | None) -> set[int] | None:
 
 
 def _emit(rows: object, json_output: bool, table: Callable[[Any], Any]) -> None:
+    from kernelwright import render
+    
     if json_output:
         typer.echo(json.dumps(rows))
     else:
@@ -95,7 +103,7 @@ def _guarded(call: Callable[..., Any], *args: Any) -> Any:
     """Run a service call; a user's mistake becomes a message and exit status 2, never a traceback."""
     try:
         return call(*args)
-    except (UsageError, ProblemError, DeviceError, StoreError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
 
 
@@ -140,13 +148,16 @@ def eval_command(
     profile: bool = _flag(False, "--profile", help="Store Nsight Compute metrics of an accepted CUDA kernel."),
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
+    from kernelwright import render
+    from kernelwright.eval_service import run_eval
+    
     policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
                      build_timeout_s=build_timeout)
     try:
         with _progress("evaluating") as say:
             outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
                                progress=say, profile=profile)
-    except (UsageError, ProblemError, DeviceError, StoreError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     if outcome.shrink and outcome.shrink.changes:
         changes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in outcome.shrink.changes.items())
@@ -169,9 +180,13 @@ def problems_list(
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """List problems with their level, id and content fingerprint."""
+    from kernelbench.bundled import PROBLEMS_ROOT
+    from kernelbench.problem import load_problems
+    from kernelwright import render
+    
     try:
         problems = load_problems(path or PROBLEMS_ROOT, _levels(level))
-    except ProblemError as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     if json_output:
         typer.echo(json.dumps([{"key": p.key, "name": p.name, "level": p.level, "id": p.problem_id,
@@ -187,9 +202,13 @@ def problems_shrink(
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
+    from kernelbench.problem import load_problems
+    from kernelwright.problem_service import shrink_report
+    from kernelwright import render
+    
     try:
         rows = shrink_report(load_problems(path, _levels(level)), progress=_lines())
-    except ProblemError as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     _emit(rows, json_output, render.shrink_table)
 
@@ -205,6 +224,10 @@ def problems_check(
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
+    from kernelbench.problem import load_problems
+    from kernelwright.problem_service import check_problems
+    from kernelwright import render
+    
     finished: list[dict[str, Any]] = []
 
     def keep(row: dict[str, Any]) -> None:
@@ -215,7 +238,7 @@ def problems_check(
 
     try:
         check_problems(load_problems(path, _levels(level)), device, shrink, progress=_lines(), on_row=keep)
-    except ProblemError as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except OSError as exc:
         raise _fail(f"cannot write {output}: {exc.strerror or exc}") from None
@@ -243,6 +266,9 @@ def gate_command(
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
+    from kernelwright import render
+    from kernelwright.gate_service import gate_folder, gate_store
+    
     policy = _policy(policy_level)
     try:
         with _progress("verifying") as say:
@@ -251,7 +277,7 @@ def gate_command(
                                       workers=workers)
             else:
                 results = gate_store(db, device, policy, run, problem, progress=say, workers=workers)
-    except (UsageError, ProblemError, DeviceError, StoreError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     failed = [r for r in results if not r.ok]
     if json_output:
@@ -272,6 +298,8 @@ def _gate_json(result: GateResult) -> dict[str, object]:
 
 def _model_spec(model: str | None, judge_model: str | None, base_url: str | None, api_key_env: str | None,
                 temperature: float | None, reasoning_effort: str | None, prices: str | None) -> ModelSpec:
+    from agent.run_spec import ModelSpec
+    
     if reasoning_effort not in (None, "low", "medium", "high"):
         raise _fail(f"--reasoning-effort {reasoning_effort!r}: choose low, medium or high")
     return ModelSpec(model=model, judge_model=judge_model, base_url=base_url, api_key_env=api_key_env,
@@ -285,6 +313,8 @@ def _interrupted(stop: RunInterrupted) -> typer.Exit:
 
 
 def _print_optimize(summary: dict[str, Any], json_output: bool) -> None:
+    from kernelwright import render
+    
     if json_output:
         typer.echo(json.dumps(summary))
     else:
@@ -327,13 +357,17 @@ def optimize_command(
     json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """One PyTorch program in, the fastest verified kernel out (best.py and report.md in runs/RUN_ID/)."""
+    from agent.config import OptimizeConfig
+    from kernelwright.interrupts import RunInterrupted
+    from kernelwright.optimize_service import run_optimize
+    
     config = OptimizeConfig(device=device, rounds=rounds, candidates=candidates, patience=patience,
                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit, workers=workers,
                             executor=executor, ray_address=ray_address)
     models = _model_spec(model, judge_model, base_url, api_key_env, temperature, reasoning_effort, prices)
     try:
         summary = run_optimize(problem, config, models, db, resume, progress=_lines())
-    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except RunInterrupted as stop:
         raise _interrupted(stop) from None
@@ -347,9 +381,12 @@ def rerun_command(
     json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Start a new run from a run's record: the same problem, models, endpoint, sampling, budgets and policy."""
+    from kernelwright.interrupts import RunInterrupted
+    from kernelwright.optimize_service import rerun_optimize
+    
     try:
         summary = rerun_optimize(run_id, db, progress=_lines())
-    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except RunInterrupted as stop:
         raise _interrupted(stop) from None
@@ -365,9 +402,11 @@ def export_command(
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs."""
+    from kernelwright.export_service import export_dataset
+    
     try:
         count = export_dataset(format, output, db, run, min_speedup)
-    except (UsageError, StoreError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     stderr.print(f"wrote {count} {format} records to {output}")
 
@@ -421,6 +460,14 @@ def sweep_command(
     json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """Run over a folder of problems: verify existing solutions (--solutions) or optimize each one."""
+    from agent.config import OptimizeConfig
+    from harness import EvalPolicy
+    from kernelbench.bundled import PROBLEMS_ROOT
+    from kernelwright import render
+    from kernelwright.interrupts import RunInterrupted
+    from kernelwright.sweep_service import run_sweep, select_problems
+    from sweeps.sweep import SweepConfig
+    
     policy = EvalPolicy(timeout_s=timeout, build_timeout_s=build_timeout)
     optimize = None if solutions else OptimizeConfig(device=device, rounds=rounds, candidates=_per_round(candidates),
                                                      policy=policy, workers=workers, executor=executor,
@@ -434,7 +481,7 @@ def sweep_command(
         selected = None if resume else select_problems(path or PROBLEMS_ROOT, _levels(level), problems, limit,
                                                        sample, seed, shrink)
         summary = run_sweep(selected, config, models, db, resume, progress=_lines())
-    except (UsageError, ProblemError, DeviceError, StoreError, ResumeError) as exc:
+    except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except RunInterrupted as stop:
         raise _interrupted(stop) from None
@@ -447,6 +494,9 @@ def sweep_command(
 @runs_app.command("list")
 def runs_list_command(db: Optional[str] = typer.Option(None, "--db", help=DB_HELP), json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """Every run, newest first."""
+    from kernelwright import render
+    from kernelwright.runs_service import runs_list
+    
     _emit(_guarded(runs_list, db), json_output, render.runs_table)
 
 
@@ -455,6 +505,9 @@ def runs_show_command(run_id: str = typer.Argument(..., metavar="RUN_ID", help="
                       db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                       json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """One run: its problems or rounds, verdicts, speedups and metrics."""
+    from kernelwright import render
+    from kernelwright.runs_service import run_details
+    
     _emit(_guarded(run_details, db, run_id), json_output, render.run_table)
 
 
@@ -464,6 +517,9 @@ def runs_best_command(problem: str = typer.Argument(..., metavar="PROBLEM", help
                       db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                       json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """The fastest accepted kernels of a problem across all runs."""
+    from kernelwright import render
+    from kernelwright.runs_service import problem_best
+    
     _emit(_guarded(problem_best, db, problem), json_output, render.best_table)
 
 
@@ -473,6 +529,9 @@ def runs_compare_command(first: str = typer.Argument(..., metavar="RUN_A", help=
                          db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                          json_output: bool = _flag(False, "--json", help="Print JSON on stdout.")) -> None:
     """Two runs side by side, per problem."""
+    from kernelwright import render
+    from kernelwright.runs_service import compare_runs
+    
     _emit(_guarded(compare_runs, db, first, second), json_output, render.compare_table)
 
 
@@ -481,6 +540,8 @@ def report_command(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A r
                    db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
                    output: Optional[str] = typer.Option(None, help="Folder (default runs/RUN_ID).")) -> None:
     """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
+    from kernelwright.runs_service import write_run_report
+    
     html_path, markdown_path = _guarded(write_run_report, db, run_id, output)
     typer.echo(html_path)
     stderr.print(f"wrote {html_path} and {markdown_path}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from harness import EvalPolicy, Evaluation, evaluate
 from harness.device import device_notice, resolve_device
-from harness.evaluate import Progress
+from harness.pipeline import Progress
 from harness.execution.profile import profile_accepted
 from kernelbench.bundled import resolve_problem
 from kernelbench.problem import Problem, ProblemError

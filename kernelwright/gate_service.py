@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from harness import EvalPolicy, Evaluation
 from harness.device import resolve_device
-from harness.evaluate import candidate_hash
+from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask
 from harness.execution.executor import open_executor
 from kernelbench.bundled import PROBLEMS_ROOT

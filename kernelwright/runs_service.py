@@ -37,7 +37,7 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
     """Round slots with no evaluation of their own, as the run's report.md lists them: a failed call, an
     unparseable reply, or a kernel identical to one evaluated earlier (evaluated once, shown with its verdict)."""
     from agent.parse import ParseError, extract_candidate
-    from harness.evaluate import candidate_hash
+    from harness.pipeline import candidate_hash
 
     done = {(e["problem"], e["round"], e["slot"]) for e in evaluations}
     by_hash = {(e["problem"], candidate_hash(e["source"])): e for e in evaluations}

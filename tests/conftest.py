@@ -78,7 +78,7 @@ def one_test_expects_few_builds(monkeypatch: pytest.MonkeyPatch) -> None:
     """An executor tells the process to expect many builds (a header from the first cold build): per test."""
     import threading
 
-    from harness.build import pch
+    from harness.compilation import pch
 
     monkeypatch.setattr(pch, "_many_builds", threading.Event())
 

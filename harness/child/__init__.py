@@ -3,9 +3,9 @@
 Owns the job a child is given and the result it writes (job), the program that runs in the candidate's (or the
 reference's) process (main, run as `python -m harness.child`), and the parent's side of one child run: its
 scratch folder (scratch), starting it with its build service (child_run) and reading how it ended (verdicts).
-main.py is the only harness module written to run beside candidate code; what it imports from build, values
+main.py is the only harness module written to run beside candidate code; what it imports from compilation, values
 and measurement is all the harness code that process holds.
 
 May import: harness.paths, harness.policy, harness.records and every stage below it (values, feedback,
-isolation, verification, build, measurement).
+isolation, verification, compilation, measurement).
 """

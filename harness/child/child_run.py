@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from harness.build.build_service import BuildService
+from harness.compilation.build_service import BuildService
 from harness.child import job as J
 from harness.child.scratch import read_result, save_inputs, scratch_folder
 from harness.isolation.sandbox import ChildOutcome, Limits
@@ -53,7 +53,7 @@ def run_in_child(problem: Problem, source: str, mode: J.Mode, device: str, polic
                  collect: Callable[[Path], Any] | None = None) -> ChildRun:
     """One fresh, jailed child for `mode` on one trial's inputs, run to completion."""
     job = J.ChildJob(mode=mode, device=device, policy=policy)
-    assert not job.conversing, "evaluate jobs converse with the parent: see harness/evaluate.py"
+    assert not job.conversing, "evaluate jobs converse with the parent: see harness/pipeline.py"
     with scratch_folder(problem, source, job) as scratch:
         save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
                                             policy.cpu_threads, vary_distributions=False))

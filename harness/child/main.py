@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.child import job as J
-from harness.build.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
+from harness.compilation.build_cache import BuildFailed, KernelSwitch, RemoteBuilder
 from harness.isolation.channel import ChildEnd
 from harness.values.integrity import (flatten, identity_snapshot, inputs_changed, output_problems,
                                       replaced_since, returned_fingerprint, shares_memory, still_changing, thread_state)

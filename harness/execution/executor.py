@@ -10,9 +10,9 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from harness.build.compile_slots import default_workers
-from harness.build.pch import expect_many_builds
-from harness.evaluate import evaluate
+from harness.compilation.compile_slots import default_workers
+from harness.compilation.pch import expect_many_builds
+from harness.pipeline import evaluate
 from harness.execution.eval_task import EvalTask, Executor, ExecutorUnavailable, run_profile, with_prebuild
 from harness.execution.prebuild import prebuild
 from harness.isolation.cgroups import builds_freezable

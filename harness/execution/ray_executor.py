@@ -30,7 +30,7 @@ def _build(task: EvalTask) -> dict[str, object]:
 
 
 def _evaluate(task: EvalTask, built: dict[str, Any]) -> Evaluation:
-    from harness.evaluate import evaluate
+    from harness.pipeline import evaluate
     from harness.execution.eval_task import with_prebuild
 
     import ray

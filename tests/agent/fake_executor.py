@@ -11,7 +11,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from harness.evaluate import candidate_hash
+from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask
 from harness.execution.executor import TimingGate
 from harness.records import Evaluation, TimingStats, Verdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.build.build_service import MANIFEST, BuildService, sha256_of, validate
+from harness.compilation.build_service import MANIFEST, BuildService, sha256_of, validate
 from harness.isolation.sandbox import Limits
 
 import pytest

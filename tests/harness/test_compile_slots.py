@@ -10,9 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.build import compile_slots
-from harness.build.compile_slots import compile_slot, default_workers
-from harness.build.pch import PrecompiledHeaders
+from harness.compilation import compile_slots
+from harness.compilation.compile_slots import compile_slot, default_workers
+from harness.compilation.pch import PrecompiledHeaders
 from harness.isolation.sandbox import Limits
 
 

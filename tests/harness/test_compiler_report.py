@@ -1,4 +1,4 @@
-from harness.build.compiler_report import parse_ptxas_report
+from harness.compilation.compiler_report import parse_ptxas_report
 
 # Recorded from nvcc 13.0 (`-Xptxas -v`, sm_90) on two kernels.
 PTXAS_LOG = """
@@ -28,7 +28,7 @@ def test_empty_log_has_no_kernels() -> None:
 
 def test_a_native_cuda_build_records_its_kernels_resources(tmp_path) -> None:
     """Real (native) CUDA builds pass -Xptxas -v too: their ninja log is parsed like compile-only's."""
-    from harness.build.build_service import _native_status
+    from harness.compilation.build_service import _native_status
     from harness.isolation.sandbox import ChildOutcome
 
     (tmp_path / "ext.so").write_bytes(b"\x7fELF")

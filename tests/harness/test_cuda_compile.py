@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
-from harness.build.build_service import BuildService
-from harness.build.cuda_compile import SCRIPT, plan_compile_only
-from harness.build.pch import PrecompiledHeaders
+from harness.compilation.build_service import BuildService
+from harness.compilation.cuda_compile import SCRIPT, plan_compile_only
+from harness.compilation.pch import PrecompiledHeaders
 from harness.device import resolve_device
 from harness.isolation.sandbox import Limits
 from kernelbench.bundled import find_bundled
@@ -71,7 +71,7 @@ def torch_std(folder: Path) -> str:
     """The C++ standard this torch's own build.ninja asks for (torch 2.13: c++20; 2.11: c++17)."""
     import re
 
-    from harness.build.native_build import torch_ninja
+    from harness.compilation.native_build import torch_ninja
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "probe.cpp").write_text("int probe() { return 0; }\n")

@@ -1,4 +1,4 @@
-"""The kernel switch in the child (harness/build/build_cache.py): counting calls of the candidate's own functions, and
+"""The kernel switch in the child (harness/compilation/build_cache.py): counting calls of the candidate's own functions, and
 CUDA graphs of them, checked with a stand-in graph class (no GPU needed)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from harness.build.build_cache import KernelSwitch
+from harness.compilation.build_cache import KernelSwitch
 
 
 class FakeGraph:

@@ -14,10 +14,10 @@ from typing import Iterator
 
 import pytest
 
-from harness.build import pch
-from harness.build.build_service import BuildService
-from harness.build.native_build import inline_sources, plan_native
-from harness.build.pch import PrecompiledHeaders, eligible
+from harness.compilation import pch
+from harness.compilation.build_service import BuildService
+from harness.compilation.native_build import inline_sources, plan_native
+from harness.compilation.pch import PrecompiledHeaders, eligible
 from harness.isolation.sandbox import Limits
 
 LIMITS = Limits(timeout_s=120, memory_mb=4096, address_space_limit=False)

@@ -57,7 +57,7 @@ def test_gate_passes_a_good_store_and_fails_a_tampered_kernel(tmp_path: Path) ->
 
 def test_gate_reverifies_with_fresh_seeds_when_the_hash_was_also_updated(tmp_path: Path) -> None:
     """A kernel that is wrong but carries a matching hash still fails: the gate re-runs every check."""
-    from harness.evaluate import candidate_hash
+    from harness.pipeline import candidate_hash
 
     db = f"sqlite:///{tmp_path / 'gate.db'}"
     _, bad = _store_two_accepted(db)

@@ -15,12 +15,12 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from harness.build.build_cache import LOG_NAME, build_key, read_log
-from harness.build.compile_slots import compile_slot
-from harness.build.compiler_report import parse_ptxas_report
-from harness.build.cuda_compile import compile_only_status, plan_compile_only
-from harness.build.native_build import NativePlan, plan_native
-from harness.build.pch import PrecompiledHeaders, eligible
+from harness.compilation.build_cache import LOG_NAME, build_key, read_log
+from harness.compilation.compile_slots import compile_slot
+from harness.compilation.compiler_report import parse_ptxas_report
+from harness.compilation.cuda_compile import compile_only_status, plan_compile_only
+from harness.compilation.native_build import NativePlan, plan_native
+from harness.compilation.pch import PrecompiledHeaders, eligible
 from harness.isolation.sandbox import ChildOutcome, Limits
 from harness.isolation.session import run_jailed
 from harness.isolation.timing_slot import refuse_build_while_timing

@@ -3,7 +3,7 @@
 A candidate names its extension whatever it likes; two candidates that both say `name="relu"` would otherwise
 share torch's default build folder and one would silently load the other's kernel. Every build is keyed by a
 hash of everything that determines the binary (never the name), built by the parent's build service
-(`harness/build/build_service.py`) in a fresh folder, and imported here from the read-only cache.
+(`harness/compilation/build_service.py`) in a fresh folder, and imported here from the read-only cache.
 """
 
 from __future__ import annotations

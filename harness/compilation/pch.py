@@ -30,7 +30,7 @@ import time
 import uuid
 from pathlib import Path
 
-from harness.build.compile_slots import compile_slot
+from harness.compilation.compile_slots import compile_slot
 from harness.isolation.sandbox import Limits
 from harness.isolation.session import run_jailed
 

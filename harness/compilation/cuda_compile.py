@@ -7,7 +7,7 @@ native build it is planned by the parent (`plan_compile_only`) and run in the ja
   34 s for the bundled ReLU on 2 cores);
 - at the same time the host compiler checks the C++ sources (the pybind bindings load_inline generates included)
   with `-fsyntax-only`, no link (that needs a CUDA build of torch). It uses kernelwright's precompiled torch header
-  for its flags when one exists (`harness/build/pch.py`): 20.8 s -> 6.1 s for the ReLU's bindings.
+  for its flags when one exists (`harness/compilation/pch.py`): 20.8 s -> 6.1 s for the ReLU's bindings.
 The flags are the ones torch writes into its build.ninja for a CUDA extension (`-std=c++20` in torch 2.13, the
 extension's name, the candidate's extra flags), so a candidate compiles here exactly when it compiles there, plus
 one define that a CPU build of torch needs (it lacks c10's generated cuda_cmake_macros.h).
@@ -21,9 +21,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.build.build_cache import LOG_NAME, read_log
-from harness.build.compiler_report import parse_ptxas_report
-from harness.build.native_build import (BUILD_FOLDER, NativePlan, header_key, ninja_variable, torch_ninja,
+from harness.compilation.build_cache import LOG_NAME, read_log
+from harness.compilation.compiler_report import parse_ptxas_report
+from harness.compilation.native_build import (BUILD_FOLDER, NativePlan, header_key, ninja_variable, torch_ninja,
                                         write_sources)
 
 CPU_TORCH_DEFINES = ("-DC10_CUDA_NO_CMAKE_CONFIGURE_FILE",)
