@@ -206,11 +206,17 @@ def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJo
                 ref.close()
 
 
+def _parent_calls(job: J.ChildJob, policy: EvalPolicy) -> bool:
+    """Whether the parent makes the candidate's calls through its input slots (the CPU, where the children can be
+    frozen and read), trials included; elsewhere the child runs the trials from its folder and stages its inputs."""
+    return job.pool_seed is None and not policy.skip_timing
+
+
 def _shared_slots(stack: ExitStack, reference: ReferenceRun | None, job: J.ChildJob,
                   policy: EvalPolicy) -> SharedSlots | None:
     """A timed child's input slots in a file the parent maps too (closed with `stack`), where the parent will
     write every timed input itself; None where the children stage their own (their job carries a pool seed)."""
-    if reference is None or policy.skip_timing or job.pool_seed is not None:
+    if reference is None or not _parent_calls(job, policy):
         return None
     shared = SharedSlots(reference.trial_inputs[0], slot_count(reference.trial_inputs[0]))
     stack.callback(shared.close)
@@ -224,7 +230,7 @@ def _reference(evaluation: Evaluation, problem: Problem, device: str, policy: Ev
     seeds = [secrets.randbits(31) for _ in range(policy.trials)]
     reference = run_reference(problem, device, job.init_seed, seeds, policy.cpu_threads,
                               vary_distributions=policy.hardening)
-    save_inputs(scratch, reference)
+    save_inputs(scratch, reference, parent_calls=_parent_calls(job, policy))
     evaluation.reasons.extend(reference.notes)
     evaluation.phase_seconds["reference"] = time.perf_counter() - started
     return reference
@@ -255,7 +261,7 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
     if outputs is not None:  # None: a verdict already (unreadable outputs, a broken protocol)
         _judge_outputs(evaluation, outputs, reference, policy)
     if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
-        run.knockout = not _failed(session.request({"cmd": "knockout"}), run)
+        run.knockout = not _failed(session.request(_knockout_command(session, run, reference)), run)
     if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure \
             and not run.degenerate:  # a degenerate problem's speedup would mean nothing
         say("timing reference and candidate, each in its own process")
@@ -266,6 +272,19 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
             run.failure = failed.reply
     if not run.failure:
         _failed(session.request({"cmd": "finish"}), run)
+
+
+def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> dict[str, Any]:
+    """Where the parent made the trials, it writes the knock-out's inputs into input slot 0 too (frozen): they
+    were never in the candidate's folder."""
+    if run.checked_side is None or not run.checked_side.slots:
+        return {"cmd": "knockout"}
+    session.freeze()
+    try:
+        run.checked_side.write(0, reference.knockout_inputs or reference.trial_inputs[0])
+    finally:
+        session.thaw()
+    return {"cmd": "knockout", "slot": 0}
 
 
 def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run,

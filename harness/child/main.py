@@ -308,13 +308,16 @@ class Child:
 
     def do_knockout(self, command: dict[str, Any]) -> dict[str, Any]:
         """One call on inputs no other call used (trial 0's shapes, other values) with every kernel function poisoned:
-        its output must be wrong."""
+        its output must be wrong. Where the parent makes the calls, it wrote those inputs into input slot `slot`."""
         import torch
 
         if not self.switch.wrapped:
             return {"status": "ok", "checked": False}
-        knockout = self.payload.get("knockout") or self.payload["trials"][0]["inputs"]
-        inputs = to_device(cloned(knockout), self.job.device)
+        if "slot" in command:
+            inputs = self.slots[command["slot"]]
+        else:
+            knockout = self.payload.get("knockout") or self.payload["trials"][0]["inputs"]
+            inputs = to_device(cloned(knockout), self.job.device)
         self.switch.poison = True
         try:
             output = _call(self.model, inputs)
@@ -405,7 +408,8 @@ class Child:
         if self.slots_fd is None:
             raise CandidateFailure("crash", "slots asked of a child started without a shared slots file")
         self._timing_starts("calls")
-        self.slots = child_slots(self.slots_fd, command["layout"], self.payload["trials"][0]["inputs"])
+        template = self.payload.get("template") or self.payload["trials"][0]["inputs"]  # shapes and dtypes
+        self.slots = child_slots(self.slots_fd, command["layout"], template)
         owned = list(self.model.parameters()) + list(self.model.buffers())
         return {"slots": [[[v.data_ptr(), v.numel() * v.element_size()] if isinstance(v, torch.Tensor) else None
                            for v in inputs] for inputs in self.slots],

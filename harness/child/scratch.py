@@ -49,7 +49,11 @@ def scratch_full(scratch: Path, job: J.ChildJob) -> str | None:
             "there (scratch_limit_mb, a tmpfs the kernel enforces) and its writes beyond were refused")
 
 
-def save_inputs(scratch: Path, reference: ReferenceRun) -> None:
+def save_inputs(scratch: Path, reference: ReferenceRun, parent_calls: bool = False) -> None:
+    """What the child loads: the init inputs and, where it runs the calls itself, the trials' and knock-out's inputs.
+    Where the parent makes every call through the child's input slots (`parent_calls`), no call's inputs are in the
+    file, only their shapes and dtypes (meta tensors): a candidate that reads its own folder when imported learns
+    nothing it could answer a trial from."""
     import torch
 
     from harness.values.integrity import flatten
@@ -58,6 +62,11 @@ def save_inputs(scratch: Path, reference: ReferenceRun) -> None:
     if is_quota(scratch):  # the inputs, and on CUDA every trial's outputs saved by the child, beside the allowance
         per_trial = nbytes(reference.trial_inputs[0]) + nbytes(flatten(reference.outputs[0]))
         grow(scratch, 2 * per_trial * len(reference.trial_inputs) + nbytes(reference.init_inputs) + (16 << 20))
+    if parent_calls:
+        template = [torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor) else v
+                    for v in reference.trial_inputs[0]]
+        torch.save({"init_inputs": reference.init_inputs, "template": template}, scratch / J.INPUTS_FILE)
+        return
     torch.save({"init_inputs": reference.init_inputs,
                 "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)],
                 "knockout": reference.knockout_inputs},

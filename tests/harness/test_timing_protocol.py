@@ -75,6 +75,29 @@ def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
     _not_faster(source, most=1.5)
 
 
+
+# Reads the correctness trials' inputs from its own folder when imported and answers them from a table (calling
+# its kernel too, so every call looks alike); everywhere else it runs a kernel that is wrong on large magnitudes
+# (clamped at 100), which the timed calls, drawn from the problem's own distribution, never reach.
+TRIAL_TABLE = '''
+import glob as _glob
+_SEEN = []
+for _path in _glob.glob("*.pt"):
+    try:
+        _SEEN += [t["inputs"][0] for t in torch.load(_path, weights_only=True).get("trials", [])]
+    except Exception:
+        pass
+_ANSWERS = [(seen, torch.relu(seen)) for seen in _SEEN]
+'''
+
+
+def test_the_trials_inputs_never_reach_the_candidates_process_before_their_calls() -> None:
+    source = relu_variant("out = relu_ext.relu_forward(x)\nfor seen, answer in _ANSWERS:\n"
+                          "    if seen.shape == x.shape and torch.equal(seen, x):\n        return answer.clone()\n"
+                          "return out.clamp(max=100.0)", prelude=TRIAL_TABLE)
+    evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
+    assert evaluation.verdict is Verdict.INCORRECT, (evaluation.verdict, evaluation.reasons)
+
 INDEXED = '''
 import torch
 import torch.nn as nn
