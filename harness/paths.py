@@ -17,3 +17,9 @@ def build_cache_dir() -> Path:
 
 def scratch_root() -> Path:
     return home() / "scratch"
+
+
+def code_root() -> Path:
+    """The folder that holds the `harness` package (the project in a checkout, site-packages in an install): what a
+    jailed child must see and put on its PYTHONPATH to import the harness's own code."""
+    return Path(__file__).resolve().parent.parent

@@ -1,11 +1,13 @@
-"""The jail every untrusted process starts in: `python jail.py --writable DIR ... --visible DIR ... -- COMMAND...`.
+"""The jail every untrusted process starts in:
+`python jail.py --writable DIR ... --visible DIR ... --hidden DIR ... -- COMMAND...`.
 
 The launcher unshares PID, mount and network namespaces and forks; its child becomes PID 1 of the new PID
 namespace (so every process the candidate starts, double forks included, dies with it), mounts a /proc that shows
 only that namespace (no ancestor's environment or memory is reachable), remounts every file system read-only except
-the given writable folders, /dev and fresh private /tmp, /dev/shm and home folders (where credentials live; the
+the given writable folders, /dev and fresh private /tmp, /dev/shm, home folders (where credentials live) and the
+`--hidden` folders (the scratch root, where the reference's and other evaluations' folders hold their inputs; the
 `--visible` folders that live under them, such as an interpreter, the project or a build cache, are bound back
-read-only, and writable ones writable), drops every capability (it cannot remount,
+read-only, and writable ones, its own scratch folder, writable), drops every capability (it cannot remount,
 trace, or leave its cgroup) and execs COMMAND. Where the OS refuses a step the command still runs; the parent
 reads what actually holds from /proc and records it with the evaluation (see `containment_facts`).
 """
@@ -60,9 +62,9 @@ def _homes() -> list[str]:
     return [h for h in dict.fromkeys(own + ["/root", "/home"]) if h not in ("/", "")]
 
 
-def _seal_file_systems(writable: list[str], visible: list[str]) -> None:
+def _seal_file_systems(writable: list[str], visible: list[str], hidden: list[str]) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates to the host
-    private = [t for t in ("/tmp", "/dev/shm", *_homes()) if os.path.isdir(t)]
+    private = [t for t in dict.fromkeys(("/tmp", "/dev/shm", *_homes(), *hidden)) if os.path.isdir(t)]
     # folders under them that the child needs come back through handles opened before they are covered, parents
     # first: the interpreter and the project read-only, the scratch folder writable
     kept = sorted(((f, os.open(f, os.O_PATH | os.O_DIRECTORY), f in writable) for f in dict.fromkeys(visible + writable)
@@ -101,18 +103,18 @@ def _drop_capabilities() -> None:
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def enter(writable: list[str], visible: list[str]) -> None:
+def enter(writable: list[str], visible: list[str], hidden: list[str] | tuple[str, ...] = ()) -> None:
     """Inside the new namespaces, before the child's own code (exec'd, or run in-process by a zygote's fork): die
     with the namespace's parent, seal the file systems (as PID 1), drop every capability."""
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getpid() == 1:
-        _seal_file_systems(writable, visible)
+        _seal_file_systems(writable, visible, list(hidden))
         os.chdir(os.getcwd())  # the working folder is re-resolved: through the writable bind, not the old mount
     _drop_capabilities()
 
 
-def _inner(writable: list[str], visible: list[str], command: list[str]) -> None:
-    enter(writable, visible)
+def _inner(writable: list[str], visible: list[str], hidden: list[str], command: list[str]) -> None:
+    enter(writable, visible, hidden)
     os.execvp(command[0], command)
 
 
@@ -121,7 +123,8 @@ def main(argv: list[str]) -> int:
     options, command = argv[:split], argv[split + 1:]
     writable = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--writable"]
     visible = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--visible"]
-    return in_new_namespaces(lambda: _inner(writable, visible, command))
+    hidden = [os.path.realpath(options[i + 1]) for i, word in enumerate(options) if word == "--hidden"]
+    return in_new_namespaces(lambda: _inner(writable, visible, hidden, command))
 
 
 def in_new_namespaces(inner: Callable[[], None]) -> int:

@@ -14,6 +14,7 @@ from pathlib import Path
 import psutil
 
 from harness.isolation.cgroups import ControlGroup
+from harness.paths import code_root
 
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES",
                    "NVIDIA_VISIBLE_DEVICES", "CC", "CXX", "TORCH_CUDA_ARCH_LIST", "SYSTEMROOT")
@@ -61,7 +62,7 @@ def child_environment(scratch: Path, cpu_threads: int, token: str, gpu: bool = F
     env["PATH"] = interpreter_bin + os.pathsep + env.get("PATH", "/usr/bin:/bin")
     tmp = scratch / "tmp"
     tmp.mkdir(exist_ok=True)
-    package_root = str(Path(__file__).resolve().parent.parent)
+    package_root = str(code_root())
     env.update(HOME=str(scratch), TMPDIR=str(tmp), PYTHONPATH=package_root, PYTHONDONTWRITEBYTECODE="1",
                MAX_JOBS="1", OMP_NUM_THREADS=str(cpu_threads), MKL_NUM_THREADS=str(cpu_threads),
                TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONUNBUFFERED="1")

@@ -39,18 +39,30 @@ def needed_folders() -> list[Path]:
     interpreter, user site-packages, the project, the build cache."""
     import site
 
-    from harness.paths import build_cache_dir
+    from harness.paths import build_cache_dir, code_root
 
     user_site = Path(site.getusersitepackages()) if site.ENABLE_USER_SITE else None
     cache = build_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)  # it must exist to be bound back: builds land there later
     return [Path(sys.prefix), Path(sys.base_prefix), *([user_site] if user_site and user_site.is_dir() else []),
-            Path(__file__).resolve().parents[1], cache]
+            code_root(), cache]
+
+
+def hidden_folders() -> list[Path]:
+    """What no jailed process may read though it is not secret to the user: the scratch root, where the
+    reference's folder holds every trial's inputs and other evaluations' folders hold theirs (each process gets
+    its own folder back)."""
+    from harness.paths import scratch_root
+
+    root = scratch_root().resolve()
+    root.mkdir(parents=True, exist_ok=True)  # it must exist to be covered
+    return [root]
 
 
 def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
     folders = [word for folder in writable for word in ("--writable", str(folder))]
     folders += [word for folder in needed_folders() for word in ("--visible", str(folder))]
+    folders += [word for folder in hidden_folders() for word in ("--hidden", str(folder))]
     launcher = Path(__file__).with_name("jail.py")  # run as a script: the launcher imports nothing of ours
     return [sys.executable, str(launcher), *folders, "--", *command]
 
@@ -156,7 +168,7 @@ def _forked(folder: Path, limits: Limits, log: Path, environment: dict[str, str]
         return None
     request = {"program": CHILD_PROGRAM, "argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),
                "cgroups": [str(f) for f in group.folders], "writable": [str(folder)],
-               "visible": [str(f) for f in needed_folders()]}
+               "visible": [str(f) for f in needed_folders()], "hidden": [str(f) for f in hidden_folders()]}
     try:
         return zygote.fork(request, fds)
     except (OSError, ZygoteUnavailable):

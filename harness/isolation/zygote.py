@@ -278,11 +278,12 @@ def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int
     argv = [str(names.get(str(part), part)) for part in request["argv"]]
     writable = [os.path.realpath(folder) for folder in request["writable"]]
     visible = [os.path.realpath(folder) for folder in request["visible"]]
+    hidden = [os.path.realpath(folder) for folder in request.get("hidden", [])]
     program = str(request["program"])
-    os._exit(jail.in_new_namespaces(lambda: _run_child(writable, visible, program, argv)))
+    os._exit(jail.in_new_namespaces(lambda: _run_child(writable, visible, hidden, program, argv)))
 
 
-def _run_child(writable: list[str], visible: list[str], program: str, argv: list[str]) -> None:
+def _run_child(writable: list[str], visible: list[str], hidden: list[str], program: str, argv: list[str]) -> None:
     """`python -m PROGRAM ARGV...`, in this (forked, jailed) process."""
     import random
     import runpy
@@ -291,7 +292,7 @@ def _run_child(writable: list[str], visible: list[str], program: str, argv: list
 
     from harness.isolation import jail
 
-    jail.enter(writable, visible)
+    jail.enter(writable, visible, hidden)
     tempfile.tempdir = None  # TMPDIR is the evaluation's own now
     random.seed()
     sys.argv = [program, *argv]

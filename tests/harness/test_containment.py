@@ -13,6 +13,7 @@ import pytest
 
 from harness.isolation.sandbox import Limits
 from harness.isolation.session import run_jailed
+from harness.paths import scratch_root
 
 LIMITS = Limits(timeout_s=30, memory_mb=2048, address_space_limit=False)
 # The jail needs CAP_SYS_ADMIN for its namespaces (root here and in CI); elsewhere evaluations record `NOT isolated`.
@@ -35,6 +36,25 @@ def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of
         assert "own-folder-ok" in log and "Read-only file system" in log
     finally:
         store.unlink()
+
+
+def test_other_scratch_folders_are_out_of_sight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference's scratch folder (every trial's inputs) and other evaluations' lie beside the candidate's under
+    the scratch root, in the checkout's runs/ by default, which the jail otherwise shows read-only."""
+    home = Path(__file__).resolve().parents[2] / "runs" / f"test-home-{os.getpid()}"
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(home))
+    try:
+        reference, own = scratch_root() / "eval-reference", scratch_root() / "eval-candidate"
+        reference.mkdir(parents=True)
+        own.mkdir()
+        (reference / "inputs.pt").write_text("trial inputs")
+        run_jailed(["sh", "-c", f"echo listed: $(ls {scratch_root()}); cat {reference}/inputs.pt; "
+                                "cat ../eval-reference/inputs.pt; touch mine && echo own-folder-ok"], own, LIMITS)
+        log = (own / "process.log").read_text()
+        assert "trial inputs" not in log
+        assert "listed: eval-candidate\n" in log and "own-folder-ok" in log
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_files_in_home_folders_and_tmp_are_out_of_sight(tmp_path: Path) -> None:

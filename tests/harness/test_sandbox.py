@@ -8,7 +8,7 @@ from pathlib import Path
 import psutil
 
 from harness.isolation.sandbox import Limits, child_environment, kill_tree
-from harness.isolation.session import run_child
+from harness.isolation.session import needed_folders, run_child
 
 
 def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatch) -> None:
@@ -20,6 +20,16 @@ def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatc
     assert not any("secret" in value for value in env.values())
     assert env["HOME"] == str(tmp_path) and env["MAX_JOBS"] == "1"
     assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)  # ninja is found
+
+
+def test_a_jailed_child_imports_the_harness_from_the_folder_that_holds_it(tmp_path: Path) -> None:
+    """Where the project lives under a hidden folder (/tmp, a home), the folder holding the `harness` package is
+    bound back and is the child's PYTHONPATH, wherever the package's own modules sit inside it."""
+    import harness
+
+    holder = Path(harness.__file__).resolve().parent.parent
+    assert child_environment(tmp_path, 1, "token")["PYTHONPATH"] == str(holder)
+    assert holder in needed_folders()
 
 
 def test_kill_tree_reaches_grandchildren_and_escaped_processes(tmp_path: Path) -> None:

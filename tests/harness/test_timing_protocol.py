@@ -6,12 +6,15 @@ are pinned to the same CPUs. All reuse the bundled ReLU kernel (one cached build
 
 from __future__ import annotations
 
+import os
+import shutil
+
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import problem_from_source
-from tests.conftest import relu_variant
+from tests.conftest import REPO, relu_variant
 
 pytestmark = pytest.mark.slow
 RELU = find_bundled("relu")
@@ -76,13 +79,14 @@ def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
 
 
 
-# Reads the correctness trials' inputs from its own folder when imported and answers them from a table (calling
-# its kernel too, so every call looks alike); everywhere else it runs a kernel that is wrong on large magnitudes
-# (clamped at 100), which the timed calls, drawn from the problem's own distribution, never reach.
+# Reads the correctness trials' inputs from its own folder and the folders beside it (the reference's, other
+# evaluations') when imported and answers them from a table (calling its kernel too, so every call looks alike);
+# everywhere else it runs a kernel that is wrong on large magnitudes (clamped at 100), which the timed calls,
+# drawn from the problem's own distribution, never reach.
 TRIAL_TABLE = '''
 import glob as _glob
 _SEEN = []
-for _path in _glob.glob("*.pt"):
+for _path in _glob.glob("*.pt") + _glob.glob("../*/*.pt"):
     try:
         _SEEN += [t["inputs"][0] for t in torch.load(_path, weights_only=True).get("trials", [])]
     except Exception:
@@ -91,7 +95,18 @@ _ANSWERS = [(seen, torch.relu(seen)) for seen in _SEEN]
 '''
 
 
-def test_the_trials_inputs_never_reach_the_candidates_process_before_their_calls() -> None:
+def test_the_trials_inputs_never_reach_the_candidates_process_before_their_calls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # where a user's home is, in the checkout (runs/): the test's own home under /tmp is hidden from the jail anyway
+    home = REPO / "runs" / f"test-home-{os.getpid()}"
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(home))
+    try:
+        _assert_the_table_misses()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _assert_the_table_misses() -> None:
     source = relu_variant("out = relu_ext.relu_forward(x)\nfor seen, answer in _ANSWERS:\n"
                           "    if seen.shape == x.shape and torch.equal(seen, x):\n        return answer.clone()\n"
                           "return out.clamp(max=100.0)", prelude=TRIAL_TABLE)
