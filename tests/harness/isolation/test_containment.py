@@ -14,6 +14,7 @@ import pytest
 from harness.isolation.sandbox import Limits
 from harness.isolation.session import run_jailed
 from harness.paths import scratch_root
+from tests.conftest import REPO
 
 LIMITS = Limits(timeout_s=30, memory_mb=2048, address_space_limit=False)
 # The jail needs CAP_SYS_ADMIN for its namespaces (root here and in CI); elsewhere evaluations record `NOT isolated`.
@@ -41,7 +42,7 @@ def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of
 def test_other_scratch_folders_are_out_of_sight(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference's scratch folder (every trial's inputs) and other evaluations' lie beside the candidate's under
     the scratch root, in the checkout's runs/ by default, which the jail otherwise shows read-only."""
-    home = Path(__file__).resolve().parents[2] / "runs" / f"test-home-{os.getpid()}"
+    home = REPO / "runs" / f"test-home-{os.getpid()}"
     monkeypatch.setenv("KERNELWRIGHT_HOME", str(home))
     try:
         reference, own = scratch_root() / "eval-reference", scratch_root() / "eval-candidate"

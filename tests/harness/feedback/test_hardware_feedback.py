@@ -10,7 +10,7 @@ from harness.feedback.ncu import METRICS, diagnose_failure, ncu_command, parse_n
 from harness.feedback.nvml import snapshot, telemetry_flags
 from harness.feedback.sass import parse_sass
 
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def test_ncu_csv_becomes_one_record_per_launch_with_short_metric_names() -> None:
