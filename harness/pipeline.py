@@ -334,7 +334,7 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
         if "failed" in ref.request({"cmd": "load"}):
             raise ProblemError("the reference failed to load in its timing process")
         ours = tuple(s.jailed.group.freezer for s in (ref, session) if s.jailed.group.freezer is not None)
-        with timing_slot(job.device, keep=ours) as slot:
+        with timing_slot(job.device, keep=ours, cpus=ref.jailed.limits.cpus) as slot:
             timing.run.slot_wait_s, timing.run.frozen_builds = slot.waited_s, slot.frozen_builds
             try:
                 return timing.measure()

@@ -10,6 +10,9 @@ builds lose only the seconds being measured. The timer holds a machine-wide lock
 died (the lock is free, the group still frozen) is thawed by its own process. Builds start under a shared lock that
 the timer takes exclusively, so none starts during a measurement; where cgroups cannot freeze, a build holds that
 lock for its whole run and a CPU timing waits for it, as before.
+
+This process's own other threads (another evaluation's reference or canaries, computed with torch threads of their
+own) cannot be frozen: while a CPU timing runs they are moved off the timing CPUs, and back after.
 """
 
 from __future__ import annotations
@@ -67,16 +70,16 @@ def timing_cpus(threads: int) -> str:
 
 
 @contextmanager
-def timing_slot(device: str, keep: tuple[Path, ...] = ()) -> Iterator[Slot]:
+def timing_slot(device: str, keep: tuple[Path, ...] = (), cpus: str | None = None) -> Iterator[Slot]:
     """Hold the device's timing slot (on the CPU, with every build frozen or finished, and every other
     evaluation's timed children frozen: all of them share the timing CPUs). `keep`: the freezers of the children
-    this timing drives itself."""
+    this timing drives itself; `cpus`: the timing CPUs, which this process's other threads leave meanwhile."""
     started = time.perf_counter()
     with _locked(f"timing-{device}.lock", fcntl.LOCK_EX):
         if device != "cpu":
             yield Slot(time.perf_counter() - started)
             return
-        with _locked(_COMPILES, fcntl.LOCK_EX), _builds_frozen(keep) as frozen:
+        with _locked(_COMPILES, fcntl.LOCK_EX), _builds_frozen(keep) as frozen, other_threads_off(cpus):
             _this_thread.timing = True
             try:
                 yield Slot(time.perf_counter() - started, frozen)
@@ -106,6 +109,45 @@ def _builds_frozen(keep: tuple[Path, ...] = ()) -> Iterator[int]:
                     set_frozen(folder, False)
                 except OSError:
                     continue
+
+
+@contextmanager
+def other_threads_off(cpus: str | None) -> Iterator[None]:
+    """Every other thread of this process off `cpus` (a cpuset list such as "1" or "2,3") for the block, where
+    other CPUs remain; threads they start meanwhile inherit that, and every thread gets the CPUs it had back."""
+    if not cpus or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    rest = allowed - {int(cpu) for cpu in cpus.split(",")}
+    if not rest:  # the timing uses every CPU: nowhere else to go
+        yield
+        return
+    me = threading.get_native_id()
+    moved = {tid: _pin(tid, rest) for tid in _threads() if tid != me}
+    try:
+        yield
+    finally:
+        for tid in _threads():
+            if tid != me:
+                _pin(tid, moved.get(tid) or allowed)
+
+
+def _threads() -> list[int]:
+    try:
+        return [int(name) for name in os.listdir("/proc/self/task")]
+    except OSError:
+        return []
+
+
+def _pin(tid: int, cpus: set[int]) -> set[int] | None:
+    """Pin thread `tid` to `cpus`; what it had before, or None where it ended meanwhile."""
+    try:
+        before = os.sched_getaffinity(tid)
+        os.sched_setaffinity(tid, cpus)
+        return before
+    except OSError:
+        return None
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -15,16 +16,16 @@ import pytest
 
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
-from harness import EvalPolicy
+from harness import EvalPolicy, evaluate
 from harness.child.child_run import run_in_child
 from harness.isolation.cgroups import build_freezers
 from harness.isolation.sandbox import Limits
 from harness.isolation.session import run_jailed
-from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_slot
+from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_cpus, timing_slot
 from harness.measurement import timed_calls
 from kernelwright.optimize_service import run_optimize
 from kernelbench.bundled import find_bundled
-from tests.conftest import RELU_CANDIDATE
+from tests.conftest import RELU_CANDIDATE, relu_variant
 
 
 def test_the_slot_excludes_threads_of_one_process() -> None:
@@ -52,6 +53,59 @@ with compiling():
     print("holding", flush=True)
     time.sleep(float(sys.argv[1]))
 """
+
+
+class _Sampler:
+    """A thread of this process, as another evaluation's reference computation would be, noting its own CPUs."""
+
+    def __init__(self) -> None:
+        self.seen: list[set[int]] = []
+        self.stop = threading.Event()
+        started = threading.Event()
+
+        def sample() -> None:
+            started.set()
+            while not self.stop.is_set():
+                self.seen.append(os.sched_getaffinity(0))
+                time.sleep(0.0005)
+
+        self.thread = threading.Thread(target=sample, daemon=True)
+        self.thread.start()
+        started.wait()
+
+    def end(self) -> set[int]:
+        now = os.sched_getaffinity(self.thread.native_id)
+        self.stop.set()
+        self.thread.join()
+        return now
+
+
+needs_two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one CPU: no other CPU to move to")
+
+
+@needs_two_cpus
+def test_the_processs_other_threads_leave_the_timing_cpus_while_it_times() -> None:
+    """Threads that no freezer reaches (another evaluation's reference or canaries in this process) must not share
+    the timed children's CPUs; they get their CPUs back after."""
+    cpus, before = timing_cpus(1), os.sched_getaffinity(0)
+    sampler = _Sampler()
+    with timing_slot("cpu", cpus=cpus):
+        time.sleep(0.05)
+        during = os.sched_getaffinity(sampler.thread.native_id)
+        seen = sampler.seen[-1]
+    assert during == before - {int(cpus)} and seen == during
+    assert sampler.end() == before and os.sched_getaffinity(0) == before
+
+
+@needs_two_cpus
+def test_an_evaluations_timing_moves_the_other_threads_off_its_cpus() -> None:
+    sampler = _Sampler()
+    evaluation = evaluate(find_bundled("relu"), relu_variant("return relu_ext.relu_forward(x)"), "cpu",
+                          EvalPolicy(timing_budget_s=0.1))
+    sampler.end()
+    timed_cpu = int(timing_cpus(1))
+    assert evaluation.speedup is not None
+    assert any(timed_cpu not in cpus for cpus in sampler.seen) and timed_cpu in sampler.seen[-1]
 
 
 def test_a_cpu_timing_waits_for_compiles_of_other_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
