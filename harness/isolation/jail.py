@@ -64,21 +64,29 @@ def _homes() -> list[str]:
 
 def _seal_file_systems(writable: list[str], visible: list[str], hidden: list[str]) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates to the host
-    private = [t for t in dict.fromkeys(("/tmp", "/dev/shm", *_homes(), *hidden)) if os.path.isdir(t)]
-    # folders under them that the child needs come back through handles opened before they are covered, parents
-    # first: the interpreter and the project read-only, the scratch folder writable
-    kept = sorted(((f, os.open(f, os.O_PATH | os.O_DIRECTORY), f in writable) for f in dict.fromkeys(visible + writable)
-                   if os.path.isdir(f) and _under(f, private)), key=lambda k: len(k[0]))
+    private = [t for t in ("/tmp", "/dev/shm", *_homes()) if os.path.isdir(t)]
+    covered = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h not in private]
+    # folders under them that the child needs come back through handles opened before anything is covered: the
+    # interpreter and the project read-only, the scratch folder writable
+    kept = [(f, os.open(f, os.O_PATH | os.O_DIRECTORY), f in writable) for f in dict.fromkeys(visible + writable)
+            if os.path.isdir(f) and _under(f, private + covered)]
     for target in private:  # private and empty: no state survives from one evaluation to the next
         _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
-    for folder, handle, rw in kept:
+    # parents first: a hidden folder inside the project (its scratch root under runs/) is covered after the project
+    # is bound back, and the process's own folder inside it comes back after that
+    steps = [(folder, (handle, rw)) for folder, handle, rw in kept] + [(folder, None) for folder in covered]
+    for folder, bind in sorted(steps, key=lambda step: len(step[0])):
         os.makedirs(folder, exist_ok=True)
+        if bind is None:  # empty, and read-only below (it is not kept)
+            _mount("tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+            continue
+        handle, rw = bind
         _mount(f"/proc/self/fd/{handle}", folder, None, MS_BIND | MS_REC)
         if not rw:
             _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(handle)
     for folder in writable:
-        if not _under(folder, private):
+        if not _under(folder, private + covered):
             _mount(folder, folder, None, MS_BIND | MS_REC)
     keep = writable + private + ["/proc", "/dev"]
     for point, flags in _mount_points():
