@@ -1,8 +1,8 @@
 """The CPU timing protocol against candidates written as a hostile model would write them, one per family that
-got large fake speedups through the child-staged protocol, and the invariants that close them (harness/
-frozen_calls.py): the parent writes every input into the frozen child and reads every output itself, every call
-is made the same way, the values come from the parent's secret generator, and the other side is frozen and both
-are pinned to the same CPUs. All reuse the bundled ReLU kernel (one cached build)."""
+got large fake speedups through the child-staged protocol, and the invariants that close them
+(harness/measurement/frozen_calls.py): the parent writes every input into the frozen child and reads every output
+itself, every call is made the same way, the values come from the parent's secret generator, and the other side
+is frozen and both are pinned to the same CPUs. All reuse the bundled ReLU kernel (one cached build)."""
 
 from __future__ import annotations
 
