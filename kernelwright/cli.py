@@ -77,7 +77,7 @@ def _fail(message: str) -> typer.Exit:
 
 def _policy(level: str, **fields: object) -> EvalPolicy:
     from harness import EvalPolicy
-    
+
     if level not in ("strict", "default"):
         raise _fail(f"--policy {level!r}: choose strict or default")
     return EvalPolicy(static_policy=level, **fields)
@@ -92,7 +92,7 @@ def _levels(level: str | None) -> set[int] | None:
 
 def _emit(rows: object, json_output: bool, table: Callable[[Any], Any]) -> None:
     from kernelwright import render
-    
+
     if json_output:
         typer.echo(json.dumps(rows))
     else:
@@ -150,7 +150,7 @@ def eval_command(
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     from kernelwright import render
     from kernelwright.eval_service import run_eval
-    
+
     policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
                      build_timeout_s=build_timeout)
     try:
@@ -183,7 +183,7 @@ def problems_list(
     from kernelbench.bundled import PROBLEMS_ROOT
     from kernelbench.problem import load_problems
     from kernelwright import render
-    
+
     try:
         problems = load_problems(path or PROBLEMS_ROOT, _levels(level))
     except _user_errors() as exc:
@@ -205,7 +205,7 @@ def problems_shrink(
     from kernelbench.problem import load_problems
     from kernelwright.problem_service import shrink_report
     from kernelwright import render
-    
+
     try:
         rows = shrink_report(load_problems(path, _levels(level)), progress=_lines())
     except _user_errors() as exc:
@@ -227,7 +227,7 @@ def problems_check(
     from kernelbench.problem import load_problems
     from kernelwright.problem_service import check_problems
     from kernelwright import render
-    
+
     finished: list[dict[str, Any]] = []
 
     def keep(row: dict[str, Any]) -> None:
@@ -268,7 +268,7 @@ def gate_command(
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
     from kernelwright import render
     from kernelwright.gate_service import gate_folder, gate_store
-    
+
     policy = _policy(policy_level)
     try:
         with _progress("verifying") as say:
@@ -299,7 +299,7 @@ def _gate_json(result: GateResult) -> dict[str, object]:
 def _model_spec(model: str | None, judge_model: str | None, base_url: str | None, api_key_env: str | None,
                 temperature: float | None, reasoning_effort: str | None, prices: str | None) -> ModelSpec:
     from agent.run_spec import ModelSpec
-    
+
     if reasoning_effort not in (None, "low", "medium", "high"):
         raise _fail(f"--reasoning-effort {reasoning_effort!r}: choose low, medium or high")
     return ModelSpec(model=model, judge_model=judge_model, base_url=base_url, api_key_env=api_key_env,
@@ -314,7 +314,7 @@ def _interrupted(stop: RunInterrupted) -> typer.Exit:
 
 def _print_optimize(summary: dict[str, Any], json_output: bool) -> None:
     from kernelwright import render
-    
+
     if json_output:
         typer.echo(json.dumps(summary))
     else:
@@ -360,7 +360,7 @@ def optimize_command(
     from agent.config import OptimizeConfig
     from kernelwright.interrupts import RunInterrupted
     from kernelwright.optimize_service import run_optimize
-    
+
     config = OptimizeConfig(device=device, rounds=rounds, candidates=candidates, patience=patience,
                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit, workers=workers,
                             executor=executor, ray_address=ray_address)
@@ -383,7 +383,7 @@ def rerun_command(
     """Start a new run from a run's record: the same problem, models, endpoint, sampling, budgets and policy."""
     from kernelwright.interrupts import RunInterrupted
     from kernelwright.optimize_service import rerun_optimize
-    
+
     try:
         summary = rerun_optimize(run_id, db, progress=_lines())
     except _user_errors() as exc:
@@ -403,7 +403,7 @@ def export_command(
 ) -> None:
     """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs."""
     from kernelwright.export_service import export_dataset
-    
+
     try:
         count = export_dataset(format, output, db, run, min_speedup)
     except _user_errors() as exc:
@@ -467,7 +467,7 @@ def sweep_command(
     from kernelwright.interrupts import RunInterrupted
     from kernelwright.sweep_service import run_sweep, select_problems
     from sweeps.sweep import SweepConfig
-    
+
     policy = EvalPolicy(timeout_s=timeout, build_timeout_s=build_timeout)
     optimize = None if solutions else OptimizeConfig(device=device, rounds=rounds, candidates=_per_round(candidates),
                                                      policy=policy, workers=workers, executor=executor,
@@ -496,7 +496,7 @@ def runs_list_command(db: Optional[str] = typer.Option(None, "--db", help=DB_HEL
     """Every run, newest first."""
     from kernelwright import render
     from kernelwright.runs_service import runs_list
-    
+
     _emit(_guarded(runs_list, db), json_output, render.runs_table)
 
 
@@ -507,7 +507,7 @@ def runs_show_command(run_id: str = typer.Argument(..., metavar="RUN_ID", help="
     """One run: its problems or rounds, verdicts, speedups and metrics."""
     from kernelwright import render
     from kernelwright.runs_service import run_details
-    
+
     _emit(_guarded(run_details, db, run_id), json_output, render.run_table)
 
 
@@ -519,7 +519,7 @@ def runs_best_command(problem: str = typer.Argument(..., metavar="PROBLEM", help
     """The fastest accepted kernels of a problem across all runs."""
     from kernelwright import render
     from kernelwright.runs_service import problem_best
-    
+
     _emit(_guarded(problem_best, db, problem), json_output, render.best_table)
 
 
@@ -531,7 +531,7 @@ def runs_compare_command(first: str = typer.Argument(..., metavar="RUN_A", help=
     """Two runs side by side, per problem."""
     from kernelwright import render
     from kernelwright.runs_service import compare_runs
-    
+
     _emit(_guarded(compare_runs, db, first, second), json_output, render.compare_table)
 
 
@@ -541,7 +541,7 @@ def report_command(run_id: str = typer.Argument(..., metavar="RUN_ID", help="A r
                    output: Optional[str] = typer.Option(None, help="Folder (default runs/RUN_ID).")) -> None:
     """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
     from kernelwright.runs_service import write_run_report
-    
+
     html_path, markdown_path = _guarded(write_run_report, db, run_id, output)
     typer.echo(html_path)
     stderr.print(f"wrote {html_path} and {markdown_path}")

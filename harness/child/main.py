@@ -249,7 +249,7 @@ class Child:
         self.timing_started = False
         self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage` (CUDA)
         self.slots: list[list[Any]] = []  # input sets the parent writes itself (`slots`, `run`)
-        self.slots_fd = slots_fd  # a file the parent maps too, holding those input sets (harness/isolation/shared_slots.py)
+        self.slots_fd = slots_fd  # a file the parent maps too, holding those input sets (isolation/shared_slots.py)
         self.bases: list[list[Any]] = []  # the trials' inputs on the device, from which `stage` makes fresh ones
         self.flush: Callable[[], None] = lambda: None
         self.kernel_calls = {"correctness": 0, "timed": 0}
@@ -395,7 +395,7 @@ class Child:
             values.append([values_at(t, positions) if type(t) is torch.Tensor else type(t).__name__ for t in tensors])
         return {"values": values}
 
-    # -- timing with the parent's hands: it writes the slots and reads the outputs (harness/measurement/frozen_calls.py) -----
+    # -- timing with the parent's hands: it writes the slots and reads the outputs (measurement/frozen_calls.py) --
 
     def do_slots(self, command: dict[str, Any]) -> dict[str, Any]:
         """Input sets the parent fills while this process is frozen, over the shared file at the parent's layout:
@@ -536,8 +536,8 @@ def steady_allocator() -> bool:
 
 
 def apply_test_switches() -> None:
-    """A test-only switch (listed in harness/isolation/sandbox.py, never a user option): every CUDA query fails loudly (a
-    CPU child must make none)."""
+    """A test-only switch (listed in harness/isolation/sandbox.py, never a user option): every CUDA query fails
+    loudly (a CPU child must make none)."""
     if os.environ.get("KERNELWRIGHT_TEST_TRAP_CUDA"):
         import torch
 

@@ -59,18 +59,20 @@ def save_inputs(scratch: Path, reference: ReferenceRun, parent_calls: bool = Fal
     from harness.values.integrity import flatten
     from harness.values.tensors import nbytes
 
-    if is_quota(scratch):  # the inputs, and on CUDA every trial's outputs saved by the child, beside the allowance
-        per_trial = nbytes(reference.trial_inputs[0]) + nbytes(flatten(reference.outputs[0]))
-        grow(scratch, 2 * per_trial * len(reference.trial_inputs) + nbytes(reference.init_inputs) + (16 << 20))
+    output = nbytes(flatten(reference.outputs[0]))  # the knock-out call's, which the child saves
     if parent_calls:
-        template = [torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor) else v
-                    for v in reference.trial_inputs[0]]
-        torch.save({"init_inputs": reference.init_inputs, "template": template}, scratch / J.INPUTS_FILE)
-        return
-    torch.save({"init_inputs": reference.init_inputs,
-                "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)],
-                "knockout": reference.knockout_inputs},
-               scratch / J.INPUTS_FILE)
+        payload = {"init_inputs": reference.init_inputs,
+                   "template": [torch.empty(v.shape, dtype=v.dtype, device="meta") if isinstance(v, torch.Tensor)
+                                else v for v in reference.trial_inputs[0]]}
+        room = output
+    else:  # the inputs, and every trial's outputs the child saves
+        payload = {"init_inputs": reference.init_inputs, "knockout": reference.knockout_inputs,
+                   "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)]}
+        room = 2 * (nbytes(reference.trial_inputs[0]) + output) * len(reference.trial_inputs) + output + \
+            nbytes(reference.knockout_inputs or [])
+    if is_quota(scratch):  # beside the candidate's allowance
+        grow(scratch, room + nbytes(reference.init_inputs) + (16 << 20))
+    torch.save(payload, scratch / J.INPUTS_FILE)
 
 
 def read_result(scratch: Path) -> J.ChildResult | None:

@@ -5,8 +5,8 @@ sources and the pybind bindings; cuda.cu with its implicit headers; torch's own 
 the candidate sees the same semantics. The jailed process is the compiler itself: no interpreter and no torch
 import per build (that cost 10 s of every cold build), and no candidate Python runs.
 
-Where a precompiled torch header for the very same compiler and flags exists (`harness/compilation/pch.py`), its folder is put
-first on the include path; GCC uses it only when it is valid for the command line, and falls back otherwise.
+Where a precompiled torch header for the very same compiler and flags exists (`harness/compilation/pch.py`), its folder
+is put first on the include path; GCC uses it only when it is valid for the command line, and falls back otherwise.
 """
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ class LocalExecutor:
         self.workers = workers or default_workers(device)
         expect_many_builds()  # sweeps, agent runs and gates: a precompiled header from the first cold build
         self.pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kernelwright-eval")
-        # where builds can be frozen, a CPU timing freezes them (harness/isolation/timing_slot.py) rather than wait for them
+        # where builds can be frozen, a CPU timing freezes them (isolation/timing_slot.py) rather than wait for them
         self.gate = TimingGate(exclusive_with_compiles=device == "cpu" and not builds_freezable())
 
     def submit(self, task: EvalTask) -> "Future[Evaluation]":

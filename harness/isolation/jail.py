@@ -111,12 +111,12 @@ def _drop_capabilities() -> None:
     _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def enter(writable: list[str], visible: list[str], hidden: list[str] | tuple[str, ...] = ()) -> None:
+def enter(writable: list[str], visible: list[str], hidden: list[str]) -> None:
     """Inside the new namespaces, before the child's own code (exec'd, or run in-process by a zygote's fork): die
     with the namespace's parent, seal the file systems (as PID 1), drop every capability."""
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getpid() == 1:
-        _seal_file_systems(writable, visible, list(hidden))
+        _seal_file_systems(writable, visible, hidden)
         os.chdir(os.getcwd())  # the working folder is re-resolved: through the writable bind, not the old mount
     _drop_capabilities()
 

@@ -89,8 +89,8 @@ class _Jailed:
 
     def __init__(self, command: list[str], folder: Path, limits: Limits, log: Path,
                  pass_fds: tuple[int, ...] = (), child_argv: list[str] | None = None, build: bool = False) -> None:
-        """`child_argv` (with `{CMD_FD}`/`{MSG_FD}`/`{SLOTS_FD}` for the `pass_fds`): `command` runs `harness.child` with
-        these arguments, so the zygote may fork it instead (the same jail, limits and environment).
+        """`child_argv` (with `{CMD_FD}`/`{MSG_FD}`/`{SLOTS_FD}` for the `pass_fds`): `command` runs the child's
+        program with these arguments, so the zygote may fork it instead (the same jail, limits and environment).
 
         A `build` (a compiler, or a prebuild child running the candidate module's top level) must never run beside
         a CPU timing: it starts under the compile lock, which it releases once started where its cgroup can be
@@ -166,7 +166,7 @@ def _forked(folder: Path, limits: Limits, log: Path, environment: dict[str, str]
     zygote = shared_zygote(CHILD_PROGRAM)
     if zygote is None or len(fds) not in (2, 3):
         return None
-    request = {"program": CHILD_PROGRAM, "argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),
+    request = {"argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),
                "cgroups": [str(f) for f in group.folders], "writable": [str(folder)],
                "visible": [str(f) for f in needed_folders()], "hidden": [str(f) for f in hidden_folders()]}
     try:
@@ -312,7 +312,7 @@ class ChildSession:
         except Exception:  # the child is gone already: nothing to record
             return {}
 
-    # -- freezing and memory (the timing protocol: harness/measurement/frozen_calls.py) ----------------------------------
+    # -- freezing and memory (the timing protocol: harness/measurement/frozen_calls.py) -------------------------
 
     def freeze(self) -> None:
         self.jailed.group.freeze()

@@ -1,8 +1,8 @@
 """A timed child's input slots in memory the parent maps too: a sealed memfd, one per child, so the parent writes
-each call's inputs with a plain copy (process_vm_writev cost it 0.1-0.25 ms per MB, most of a cached
-evaluation's overhead). The parent still writes only while the child is frozen, and still reads outputs from the
-child's own memory (harness/isolation/remote_memory.py). The file cannot shrink or grow (sealed), so nothing the child does
-to it can make the parent's mapping fault."""
+each call's inputs with a plain copy (process_vm_writev cost it 0.1-0.25 ms per MB, most of a cached evaluation's
+overhead). The parent still writes only while the child is frozen, and still reads outputs from the child's own memory
+(harness/isolation/remote_memory.py). The file cannot shrink or grow (sealed), so nothing the child does to it can make
+the parent's mapping fault."""
 
 from __future__ import annotations
 

@@ -124,13 +124,13 @@ def other_threads_off(cpus: str | None) -> Iterator[None]:
         yield
         return
     me = threading.get_native_id()
-    moved = {tid: _pin(tid, rest) for tid in _threads() if tid != me}
+    moved = {tid: pin_thread(tid, rest) for tid in _threads() if tid != me}
     try:
         yield
     finally:
         for tid in _threads():
             if tid != me:
-                _pin(tid, moved.get(tid) or allowed)
+                pin_thread(tid, moved.get(tid) or allowed)
 
 
 def _threads() -> list[int]:
@@ -140,8 +140,9 @@ def _threads() -> list[int]:
         return []
 
 
-def _pin(tid: int, cpus: set[int]) -> set[int] | None:
-    """Pin thread `tid` to `cpus`; what it had before, or None where it ended meanwhile."""
+def pin_thread(tid: int, cpus: set[int]) -> set[int] | None:
+    """Pin thread `tid` (a native id) to `cpus`; what it had before, or None where that failed (it ended meanwhile,
+    or `cpus` lie outside this process's cpuset)."""
     try:
         before = os.sched_getaffinity(tid)
         os.sched_setaffinity(tid, cpus)
@@ -153,8 +154,8 @@ def _pin(tid: int, cpus: set[int]) -> set[int] | None:
 @contextmanager
 def checking_slot(device: str) -> Iterator[None]:
     """Held while an evaluation drives its candidate's checked calls by freezing and thawing it outside a timing
-    (harness/measurement/frozen_trials.py): shared among checks, excluded by every CPU timing, taken in the timing's lock order
-    (so a build the candidate asks for meanwhile still starts). No timing then sees this child run, and no
+    (harness/measurement/frozen_trials.py): shared among checks, excluded by every CPU timing, taken in the timing's
+    lock order (so a build the candidate asks for meanwhile still starts). No timing then sees this child run, and no
     timing's end thaws it behind its driver's back."""
     if device != "cpu":
         yield

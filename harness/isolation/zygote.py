@@ -62,8 +62,8 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.socket, self.program = ours, program
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "harness.isolation.zygote", str(theirs.fileno()), program], env=environment, close_fds=True,
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            [sys.executable, "-m", "harness.isolation.zygote", str(theirs.fileno()), program], env=environment,
+            close_fds=True, pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, start_new_session=True,
             preexec_fn=_die_with_parent)
         theirs.close()
@@ -97,7 +97,7 @@ class Zygote:
                 return
 
     def fork(self, request: dict[str, Any], fds: tuple[int, ...], timeout_s: float = 120.0) -> ForkedChild:
-        """A jailed child running `request["program"]` (`python -m` style) with `request["argv"]`; its pid (the
+        """A jailed child running this zygote's program (`python -m` style) with `request["argv"]`; its pid (the
         jail's outer process)."""
         with self.request_lock:
             socket.send_fds(self.socket, [json.dumps(request).encode()], list(fds))
@@ -221,7 +221,7 @@ def _serve(channel: socket.socket, program: str) -> None:
         pid = os.fork()
         if pid == 0:
             try:
-                _become_child(channel, json.loads(data), fds)
+                _become_child(channel, json.loads(data), fds, program)
             finally:
                 os._exit(127)
         for fd in fds:
@@ -251,7 +251,7 @@ def _reap(channel: socket.socket, children: dict[int, int | None], watch: select
             channel.send(json.dumps({"exited": pid, "status": os.waitstatus_to_exitcode(status)}).encode())
 
 
-def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int], program: str) -> None:
     """Runs in the fork: the same steps as a child started from scratch, in the same order."""
     from harness.isolation import jail
     from harness.isolation.cgroups import ControlGroup
@@ -278,8 +278,7 @@ def _become_child(channel: socket.socket, request: dict[str, Any], fds: list[int
     argv = [str(names.get(str(part), part)) for part in request["argv"]]
     writable = [os.path.realpath(folder) for folder in request["writable"]]
     visible = [os.path.realpath(folder) for folder in request["visible"]]
-    hidden = [os.path.realpath(folder) for folder in request.get("hidden", [])]
-    program = str(request["program"])
+    hidden = [os.path.realpath(folder) for folder in request["hidden"]]
     os._exit(jail.in_new_namespaces(lambda: _run_child(writable, visible, hidden, program, argv)))
 
 

@@ -7,9 +7,9 @@ parent then reads each whole output from the frozen child's memory itself, looks
 a moment, whether the outputs moved (work that finished after `done`). No command, switch or flag tells these
 calls from the timed ones, and no harness code in the candidate's process packs or saves what is compared.
 
-While the trials run, this evaluation holds the machine's checking lock (harness/isolation/timing_slot.py): no CPU timing of
-another evaluation runs meanwhile, so thawing this child never contends with a measurement, and no timing's end
-thaws it behind this protocol's back.
+While the trials run, this evaluation holds the machine's checking lock (harness/isolation/timing_slot.py): no CPU
+timing of another evaluation runs meanwhile, so thawing this child never contends with a measurement, and no timing's
+end thaws it behind this protocol's back.
 """
 
 from __future__ import annotations

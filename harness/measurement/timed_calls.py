@@ -1,14 +1,14 @@
 """Timing driven and clocked by the parent (runs in the parent).
 
-The reference is timed in its own child that never loads candidate code, the candidate in its child, in
-alternating batches, each on the parent's own `perf_counter_ns`: nothing in either child can touch that clock, and
-a batch only ends when the child has synchronized the device. On the CPU the parent writes every call's inputs into
-the frozen child and reads its outputs itself (`ParentSide`, harness/measurement/frozen_calls.py); on CUDA the child stages
-fresh inputs on the device from the parent's recipes, times each call with CUDA events after an L2 flush, and is
-probed by request (`StagingSide`). Every timed call is probed and a few are compared in full
-(`harness/measurement/timed_checks.py`). With `timing_precision`, a discarded pilot predicts how many batches a precise speedup
-needs, so a steady kernel is not timed for the whole budget; at least `timed_checks` calls still run (where they fit
-in 5x the budget), so the detection probability does not shrink with the timing or with large problems.
+The reference is timed in its own child that never loads candidate code, the candidate in its child, in alternating
+batches, each on the parent's own `perf_counter_ns`: nothing in either child can touch that clock, and a batch only ends
+when the child has synchronized the device. On the CPU the parent writes every call's inputs into the frozen child and
+reads its outputs itself (`ParentSide`, harness/measurement/frozen_calls.py); on CUDA the child stages fresh inputs on
+the device from the parent's recipes, times each call with CUDA events after an L2 flush, and is probed by request
+(`StagingSide`). Every timed call is probed and a few are compared in full (`harness/measurement/timed_checks.py`). With
+`timing_precision`, a discarded pilot predicts how many batches a precise speedup needs, so a steady kernel is not timed
+for the whole budget; at least `timed_checks` calls still run (where they fit in 5x the budget), so the detection
+probability does not shrink with the timing or with large problems.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import math
 import os
 import random
 import statistics
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 from harness.isolation.session import ChildSession
+from harness.isolation.timing_slot import pin_thread
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
 from harness.measurement.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
 from harness.measurement.timing import speedup_interval
@@ -77,7 +79,8 @@ def _expect(reply: dict[str, Any], key: str, reference: bool = False) -> Any:
 
 class StagingSide:
     """A timed child that stages its own inputs (the CUDA device: inputs are made on the GPU from the parent's
-    recipes, its outputs probed and packed by request). The CPU uses `FrozenSide` (harness/measurement/frozen_calls.py)."""
+    recipes, its outputs probed and packed by request). The CPU uses `FrozenSide`
+    (harness/measurement/frozen_calls.py)."""
 
     frozen = False
 
@@ -152,19 +155,15 @@ def _on_cpus(cpus: str | None) -> Iterator[None]:
     """This thread on the timed children's CPUs while it writes their inputs: the inputs then sit in the caches
     of the core that runs the call, as when a program's previous op just wrote them (written from another core,
     every call paid for fetching them, and honest speedups moved toward 1)."""
-    if not cpus or not hasattr(os, "sched_setaffinity"):
-        yield
-        return
-    before = os.sched_getaffinity(0)
-    try:
-        os.sched_setaffinity(0, {int(cpu) for cpu in cpus.split(",")})
-    except OSError:  # outside this process's cpuset: the writes still land, only colder
-        yield
-        return
+    me = threading.get_native_id()
+    # outside this process's cpuset (None): the writes still land, only colder
+    before = pin_thread(me, {int(cpu) for cpu in cpus.split(",")}) if cpus and hasattr(os, "sched_setaffinity") \
+        else None
     try:
         yield
     finally:
-        os.sched_setaffinity(0, before)
+        if before:
+            pin_thread(me, before)
 
 
 def _sizes(policy: EvalPolicy, ref_ms: float, cand_ms: float, bytes_per_call: int, most: int) -> tuple[int, int]:

@@ -1,5 +1,5 @@
-"""The kernel switch in the child (harness/compilation/build_cache.py): counting calls of the candidate's own functions, and
-CUDA graphs of them, checked with a stand-in graph class (no GPU needed)."""
+"""The kernel switch in the child (harness/compilation/build_cache.py): counting calls of the candidate's own functions,
+and CUDA graphs of them, checked with a stand-in graph class (no GPU needed)."""
 
 from __future__ import annotations
 

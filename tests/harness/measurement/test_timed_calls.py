@@ -1,5 +1,6 @@
-"""The parent's timing loop (harness/measurement/timed_calls.py) and its checks on timed calls (harness/measurement/timed_checks.py),
-driven with scripted children: how many batches a precise speedup needs, and what a probe accepts."""
+"""The parent's timing loop (harness/measurement/timed_calls.py) and its checks on timed calls
+(harness/measurement/timed_checks.py), driven with scripted children: how many batches a precise speedup needs, and
+what a probe accepts."""
 
 from __future__ import annotations
 

@@ -45,6 +45,14 @@ if _child is not None:
 '''
 
 
+def test_the_harness_program_these_attacks_patch_is_where_they_look() -> None:
+    """The attacks patch harness.child.main where they find it in their process: were it missing, they would test
+    nothing (their `if _child is not None` would skip the patch)."""
+    source = relu_variant("return relu_ext.relu_forward(x)", prelude=(
+        "import sys\nassert hasattr(sys.modules.get('harness.child.main'), 'Child'), 'the harness program is not loaded'"))
+    evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+
 def test_patching_the_harness_code_in_its_own_process_changes_nothing_the_parent_reads() -> None:
     source = relu_variant("self.calls = getattr(self, 'calls', 0) + 1\nif self.calls > 11:\n"
                           "    relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
