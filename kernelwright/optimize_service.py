@@ -11,7 +11,7 @@ from agent.config import OptimizeConfig
 from agent.llm import ChatModel
 from agent.loop import Optimizer
 from agent.openai_client import OpenAIChatModel, OpenAIConfig
-from agent.pricing import PriceTable
+from agent.pricing import PRICE_FORMAT, PriceTable
 from agent.recorder import RunRecorder, stored_problem, stored_spec
 from agent.run_spec import DEFAULT_MODEL, ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
@@ -55,6 +55,29 @@ def build_models(models: ModelSpec) -> tuple[ChatModel, ChatModel]:
     return coder, build_model(models.judge_model, models) if models.judge_model else coder
 
 
+def unpriced(models: tuple[ChatModel, ...]) -> list[str]:
+    """Names of the models whose calls have no price (their cost is unknown, never $0)."""
+    names: list[str] = []
+    for model in models:
+        table = getattr(model, "prices", None)
+        if isinstance(table, PriceTable) and not table.known(model.name) and model.name not in names:
+            names.append(model.name)
+    return names
+
+
+def check_prices(models: tuple[ChatModel, ...], budget_usd: float | None, progress: Progress | None) -> list[str]:
+    """Refuse a dollar budget that cannot be kept (a model without a price); name unpriced models up front."""
+    missing = unpriced(models)
+    if missing and budget_usd is not None:
+        raise UsageError(f"--budget-usd needs a price for {', '.join(missing)}: give one with --prices FILE "
+                         f"(JSON: {PRICE_FORMAT}, USD per 1M tokens) or KERNELWRIGHT_PRICES, or drop --budget-usd "
+                         "and use --max-tokens")
+    if missing and progress:
+        progress(f"no price for {', '.join(missing)}: its cost is reported as unknown (add a price with --prices "
+                 "FILE)")
+    return missing
+
+
 def _prices(prices: str | None) -> PriceTable:
     """A price file's path (as given), or its JSON content (as stored with a run)."""
     if prices and prices.lstrip().startswith("{"):
@@ -79,16 +102,25 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
             raise UsageError(f"run {resume} optimizes {recorder.problem.key}, not {problem_spec}")
         recorder.spec = recorder.spec.model_copy(update={"models": recorder.spec.models.overridden_by(models)})
         coder, judge = build_models(recorder.spec.models)
+        missing = check_prices((coder, judge), recorder.config.budget_usd, progress)
     else:
         if not problem_spec:
             raise UsageError("give a PROBLEM (a file or a bundled problem name), or --resume RUN_ID")
         problem = resolve_problem(problem_spec)
         config = config.model_copy(update={"device": _runnable_device(config.device, progress)})
         coder, judge = build_models(models)  # before the run exists: a bad endpoint leaves no empty run behind
+        missing = check_prices((coder, judge), config.budget_usd, progress)
         spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
                        optimize=config)
         recorder = RunRecorder.start(sessions, problem, spec, home())
-    return _drive(recorder, coder, judge, db_url, progress, executor)
+    return _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
+
+
+def _with_unknown_cost(summary: dict[str, Any], unpriced_models: list[str]) -> dict[str, Any]:
+    """A run that called a model without a price has an unknown cost (None), and names that model."""
+    if unpriced_models:
+        summary = {**summary, "cost_usd": None, "unpriced_models": unpriced_models}
+    return summary
 
 
 def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = None,
@@ -100,10 +132,11 @@ def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = 
     spec = spec.model_copy(update={"optimize": spec.optimize.model_copy(
         update={"device": _runnable_device(spec.optimize.device, progress)})})
     coder, judge = build_models(spec.models)
+    missing = check_prices((coder, judge), spec.optimize.budget_usd, progress)
     recorder = RunRecorder.start(sessions, problem, spec, home())
     if progress:
         progress(f"re-running {run_id} as a new run")
-    return _drive(recorder, coder, judge, db_url, progress, executor)
+    return _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
 
 
 def _runnable_device(device: str, progress: Progress | None) -> str:

@@ -94,10 +94,17 @@ def optimize_table(summary: dict[str, Any]) -> Table:
     table.add_row("best", "none accepted" if best is None else
                   f"[bold green]{best['speedup']:.3f}x[/] (round {best['round']}) -> {best['path']}")
     table.add_row("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']} prompt + "
-                         f"{summary['completion_tokens']} completion tokens, ${summary['cost_usd']:.4f}")
+                         f"{summary['completion_tokens']} completion tokens, {cost_label(summary)}")
     table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))
     table.add_row("report", f"{summary['folder']}/report.md")
     return table
+
+
+def cost_label(summary: dict[str, Any]) -> str:
+    """`$0.0123`, or `cost unknown (no price for MODEL)`: a model without a price never reads as free."""
+    if summary.get("cost_usd") is None:
+        return f"cost unknown (no price for {', '.join(summary.get('unpriced_models') or ['a model'])})"
+    return f"${summary['cost_usd']:.4f}"
 
 
 def _speed(value: Any) -> str:

@@ -42,6 +42,8 @@ def test_optimize_against_a_local_openai_compatible_server(tmp_path: Path) -> No
     summary = json.loads(result.stdout)
     assert {"run_id", "status", "best", "llm_calls", "prompt_tokens", "completion_tokens", "cost_usd"} <= set(summary)
     assert summary["llm_calls"] == 3 and summary["prompt_tokens"] == 3 * 120 and summary["best"]["speedup"] > 0
+    assert summary["cost_usd"] is None and summary["unpriced_models"] == ["local-model"]  # unknown, never $0
+    assert "no price for local-model" in result.stderr
     assert "round 1/2" in result.stderr and "round 2/2" in result.stderr  # progress on stderr
     assert all(r["authorization"] == "Bearer local-secret" for r in server.requests)
     verified = _run(["eval", "relu", summary["best"]["path"], "--device", "cpu", "--no-store"], env)
