@@ -47,14 +47,19 @@ def _version(value: bool) -> None:
 def _main(version: bool = _flag(False, "--version", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """LLM-written kernels, verified by a harness that treats every candidate as hostile."""
+    from kernelwright.settings import settle_home
+
+    settle_home()
+
+
 problems_app = typer.Typer(no_args_is_help=True, context_settings=HELP, help="List and inspect KernelBench-format problems.")
 app.add_typer(problems_app, name="problems")
 runs_app = typer.Typer(no_args_is_help=True, context_settings=HELP, help="Browse the results store: runs, best kernels, comparisons.")
 app.add_typer(runs_app, name="runs")
 stderr = Console(stderr=True, soft_wrap=True)  # long lines stay whole in log files
 
-DB_HELP = ("SQLAlchemy URL of the results store (default: $KERNELWRIGHT_DB, else runs/kernelwright.db under "
-           "$KERNELWRIGHT_HOME or the current folder).")
+DB_HELP = ("SQLAlchemy URL of the results store (default: $KERNELWRIGHT_DB, else kernelwright.db in "
+           "$KERNELWRIGHT_HOME, else in the nearest runs/ folder holding one, from the current folder up).")
 EXIT_NOT_ACCEPTED = 1
 EXIT_USAGE = 2
 

@@ -16,7 +16,7 @@ def export_dataset(kind: str, output: Path, db_url: str | None, run_ids: list[st
                    min_speedup: float) -> int:
     if kind not in BUILDERS:
         raise UsageError(f"--format {kind!r}: choose one of {', '.join(BUILDERS)}")
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=False)
     missing = [run_id for run_id in run_ids or [] if get_run_row(sessions, run_id) is None]
     if missing:
         raise UsageError(f"no run {', '.join(map(repr, missing))} in this store (see `kernelwright runs list`)")

@@ -38,7 +38,7 @@ class GateResult:
 
 
 def _stored_candidates(db_url: str | None, run_id: str | None, problem_filter: str | None) -> list[CandidateRow]:
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=False)
     with sessions() as session:
         accepted = select(EvaluationRow.candidate_id).where(EvaluationRow.verdict == "accepted")
         query = select(CandidateRow).where(CandidateRow.id.in_(accepted)).order_by(CandidateRow.id)
@@ -114,7 +114,7 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
     if not rows:
         raise UsageError("no accepted kernels in the store match: nothing to verify (check --db, --run, --problem)")
     device = resolve_device(device)
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=False)
     results: dict[int, GateResult] = {}
     intact = []
     for row in rows:

@@ -95,7 +95,7 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
                  executor: Executor | None = None) -> dict[str, Any]:
     """Start a run, or with `resume` continue one from its stored spec (options given in `models` replace the
     stored ones; budgets and policy are the run's own)."""
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=not resume)
     if resume:
         recorder = RunRecorder.resume(sessions, resume, home())
         if problem_spec and resolve_problem(problem_spec).fingerprint != recorder.problem.fingerprint:
@@ -126,7 +126,7 @@ def _with_unknown_cost(summary: dict[str, Any], unpriced_models: list[str]) -> d
 def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = None,
                    executor: Executor | None = None) -> dict[str, Any]:
     """A new run from `run_id`'s stored spec: the same problem, models, endpoint, sampling, budgets and policy."""
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=False)
     spec = stored_spec(sessions, run_id)
     problem = stored_problem(sessions, spec, run_id)
     spec = spec.model_copy(update={"optimize": spec.optimize.model_copy(

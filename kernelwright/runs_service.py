@@ -12,11 +12,11 @@ from sweeps.sweep import sweep_summary
 
 
 def runs_list(db_url: str | None) -> list[dict[str, Any]]:
-    return list_runs(open_store(db_url))
+    return list_runs(open_store(db_url, create=False))
 
 
 def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=False)
     run = get_run_row(sessions, run_id)
     if run is None:
         raise UsageError(f"no run {run_id!r} in this store (see `kernelwright runs list`)")
@@ -66,7 +66,7 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
 
 
 def problem_best(db_url: str | None, name: str) -> list[dict[str, Any]]:
-    rows = best_for_problem(open_store(db_url), name)
+    rows = best_for_problem(open_store(db_url, create=False), name)
     if not rows:
         raise UsageError(f"no accepted kernel of a problem matching {name!r} in this store "
                          "(see `kernelwright runs list`)")
@@ -114,8 +114,9 @@ def write_run_report(db_url: str | None, run_id: str, output: str | None = None)
 
     details = run_details(db_url, run_id)
     folder = Path(output) if output else home() / run_id
+    kernels = run_kernels(open_store(db_url, create=False), run_id)
     try:
-        html_path, markdown_path = write_report(details, folder, run_kernels(open_store(db_url), run_id))
+        html_path, markdown_path = write_report(details, folder, kernels)
     except OSError as exc:
         raise UsageError(f"cannot write the report to {folder}: {exc.strerror or exc}") from None
     return str(html_path), str(markdown_path)

@@ -84,7 +84,7 @@ def _executor(config: SweepConfig) -> Executor:
 
 def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: ModelSpec, db_url: str | None,
               resume: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    sessions = open_store(db_url)
+    sessions = open_store(db_url, create=not resume)
     if resume:
         run = run_store.get_run(sessions, resume)
         if run is None or run.kind != "sweep":

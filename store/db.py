@@ -21,12 +21,16 @@ class StoreError(ValueError):
     """The database URL or file cannot be used; the message says what to do."""
 
 
+STORE_FILE = "kernelwright.db"
+
+
 def default_url() -> str:
-    """`--db` beats `KERNELWRIGHT_DB`, which beats `runs/kernelwright.db` (under `KERNELWRIGHT_HOME`)."""
+    """`--db` beats `KERNELWRIGHT_DB`, which beats `kernelwright.db` in `KERNELWRIGHT_HOME` (default `runs`; the
+    CLI sets it to the nearest `runs/` folder that holds a store, from the current folder up)."""
     if os.environ.get("KERNELWRIGHT_DB"):
         return os.environ["KERNELWRIGHT_DB"]
     home = Path(os.environ.get("KERNELWRIGHT_HOME", "runs"))
-    return f"sqlite:///{home / 'kernelwright.db'}"
+    return f"sqlite:///{home / STORE_FILE}"
 
 
 def store_location(url: str | None = None) -> str:
@@ -57,8 +61,19 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def open_store(url: str | None = None) -> sessionmaker[Session]:
-    """Create tables if needed and return a session factory for `url` (default: `default_url()`)."""
+def _missing_store(path: Path, defaulted: bool) -> StoreError:
+    where = (f"no results store in runs/ of {Path.cwd()} or of any folder above it" if defaulted
+             else f"no results store at {path.resolve()}")
+    return StoreError(f"{where}: nothing has been recorded there. Point to yours with "
+                      f"--db sqlite:///PATH/{STORE_FILE}, KERNELWRIGHT_DB=URL or KERNELWRIGHT_HOME=FOLDER (the folder "
+                      f"that holds {STORE_FILE}), or run this from the folder whose runs/ holds it")
+
+
+def open_store(url: str | None = None, create: bool = True) -> sessionmaker[Session]:
+    """Return a session factory for `url` (default: `default_url()`), creating missing tables. With
+    `create=False` (commands that only read or continue what is stored) a SQLite file that does not exist is a
+    StoreError that says where it looked, instead of a new empty store."""
+    defaulted = not (url or os.environ.get("KERNELWRIGHT_DB") or os.environ.get("KERNELWRIGHT_HOME"))
     url = url or default_url()
     try:
         parsed = make_url(url)
@@ -66,6 +81,8 @@ def open_store(url: str | None = None) -> sessionmaker[Session]:
         raise StoreError(f"{url!r} is not a database URL (e.g. sqlite:///runs/kernelwright.db or "
                          "postgresql://user@host/db)") from exc
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
+        if not create and not Path(parsed.database).is_file():
+            raise _missing_store(Path(parsed.database), defaulted)
         try:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -97,6 +97,7 @@ def test_eval_with_shrink_judges_a_kernelbench_sized_problem(tmp_path: Path) -> 
 
 def test_names_that_are_not_in_the_store_are_errors_not_empty_output(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'empty.db'}"
+    open_store(db)  # an empty store (a missing one is its own error)
     for args, message in ((("runs", "best", "nosuch"), "no accepted kernel"),
                           (("export", str(tmp_path / "out.jsonl"), "--run", "nosuch"), "no run 'nosuch'"),
                           (("report", "nosuch"), "no run 'nosuch'")):

@@ -84,6 +84,7 @@ def test_gate_over_a_folder_of_solutions(tmp_path: Path) -> None:
 
 
 def test_gate_with_nothing_to_verify_is_a_usage_error(tmp_path: Path) -> None:
+    open_store(f"sqlite:///{tmp_path / 'empty.db'}")
     result = _gate("--db", f"sqlite:///{tmp_path / 'empty.db'}")
     assert result.returncode == 2 and "nothing to verify" in result.stderr
 
