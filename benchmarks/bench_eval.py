@@ -1,16 +1,19 @@
-"""Build and evaluation speed, measured in one run on the same candidate (`make bench`):
+"""Build and evaluation speed, measured in one run (`make bench`), each figure on a candidate of the form it is about
+(benchmarks/forms.py):
 
-1. a cold build with plain `torch.utils.cpp_extension.load_inline` (its own process, fresh build folder) against
-   kernelwright's cold evaluation of the same source (build in the jail + the whole sealed evaluation);
-2. the precompiled torch header for the candidate's flags (built once, kept in the build cache), then a cold
-   kernelwright build that uses it (the source differs by a comment, so the compiler runs again);
-3. a cached re-evaluation and where its time goes, with children forked by the zygote and exec'd from scratch;
+1. full form (torch/extension.h; for ReLU tests/fixtures/relu_extension_h.py): a cold build with plain
+   `torch.utils.cpp_extension.load_inline` (its own process, fresh build folder) against kernelwright's cold
+   evaluation of the same source (build in the jail + the whole sealed evaluation); the precompiled torch header
+   for its flags (built once, kept in the build cache), then a cold kernelwright build that uses it (the source
+   differs by a comment, so the compiler runs again);
+2. light form (torch's stable ABI headers; the bundled candidate): kernelwright's cold build against plain
+   load_inline of the full form (target >= 5x);
+3. a cached re-evaluation of the light candidate and where its time goes, with children forked by the zygote and
+   exec'd from scratch, and without timing;
 4. compile-only CUDA (nvcc, no GPU): torch's own compile steps vs kernelwright, without and with the host check's
-   precompiled header, when nvcc is installed;
-5. the light contract (torch's stable ABI headers, agent/examples/): kernelwright's cold build of the same ReLU
-   against plain load_inline of its torch/extension.h form (target >= 5x), and compile-only CUDA (target <= 12 s).
+   precompiled header, and the light form (target <= 12 s), when nvcc is installed.
 
-    .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3] [--skip-cuda]
+    .venv/bin/python benchmarks/bench_eval.py [--problem relu] [--repeats 3] [--skip-cuda] [--smoke]
 """
 
 from __future__ import annotations
@@ -27,26 +30,33 @@ from pathlib import Path
 from harness import EvalPolicy, Evaluation, evaluate
 from kernelbench.bundled import bundled_candidate, find_bundled
 
-FULL_RELU = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "relu_extension_h.py"  # torch/extension.h
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from forms import candidate_of_form, form  # noqa: E402
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "agent" / "examples"
+HEADING = "# kernelwright build and evaluation speed"
+# the candidate's own load_inline call, run as written in a fresh process and folder (either form)
 _PLAIN_BUILD = """
 import sys, time, torch.utils.cpp_extension as cpp
-namespace = {}
-source = open(sys.argv[1]).read()
-exec(source.split("load_inline(")[0].rsplit("\\n", 1)[0], namespace)  # the candidate's source strings
-started = time.perf_counter()
-cpp.load_inline(name="bench_plain", cpp_sources=namespace["cpp_source"], functions=FUNCTIONS,
-                extra_cflags=["-O3", "-fopenmp"], extra_ldflags=["-fopenmp"], build_directory=sys.argv[2])
-print(time.perf_counter() - started)
+real, spent = cpp.load_inline, []
+def timed(*args, **kwargs):
+    kwargs["build_directory"] = sys.argv[2]
+    started = time.perf_counter()
+    try:
+        return real(*args, **kwargs)
+    finally:
+        spent.append(time.perf_counter() - started)
+cpp.load_inline = timed
+exec(compile(open(sys.argv[1]).read(), sys.argv[1], "exec"), {"__name__": "bench_plain"})
+print(sum(spent))
 """
 
 
-def _plain_build_s(source: Path, functions: list[str]) -> float:
+def _plain_build_s(source: Path) -> float:
     """Plain load_inline in a fresh process and folder (what a user without kernelwright waits for)."""
     with tempfile.TemporaryDirectory(prefix="kw-bench-plain-") as folder:
-        script = _PLAIN_BUILD.replace("FUNCTIONS", repr(functions))
-        done = subprocess.run([sys.executable, "-c", script, str(source), folder], check=True, capture_output=True,
-                              text=True)
+        done = subprocess.run([sys.executable, "-c", _PLAIN_BUILD, str(source), folder], check=True,
+                              capture_output=True, text=True)
         return float(done.stdout.split()[-1])  # the load_inline call alone (the interpreter's start not counted)
 
 
@@ -70,61 +80,89 @@ def _timed_evaluation(problem, source: str, policy: EvalPolicy) -> tuple[Evaluat
     return evaluation, wall
 
 
-def _cpu(problem_name: str, repeats: int) -> None:
+def _median(runs: list[tuple[Evaluation, float]]) -> tuple[Evaluation, float]:
+    return sorted(runs, key=lambda pair: pair[1])[len(runs) // 2]
+
+
+def _cpu(problem_name: str, repeats: int, smoke: bool) -> None:
+    problem = find_bundled(problem_name)
+    full, light = candidate_of_form(problem, "full"), candidate_of_form(problem, "light")
+    policy = EvalPolicy(timing_budget_s=0.05 if smoke else 0.5)
+    print(f"problem {problem.key}, CPU device, {os.cpu_count()} cores; full form {full.name}, light form "
+          f"{light.name}; timing budget {policy.timing_budget_s} s per model")
+    if smoke:  # a torch/extension.h build and its header take minutes: the full-form figures are not smoke-tested
+        print("full-form figures (torch/extension.h, precompiled header): skipped in smoke mode")
+        plain, plain_form = _plain_build_s(light), "light"
+    else:
+        plain, plain_form = _full_form(problem, full, policy), "full"
+    _light(problem, light, plain, plain_form, policy)
+    _cached(problem, light.read_text(), policy, repeats, checks=1 if smoke else 5)
+
+
+def _full_form(problem, path: Path, policy: EvalPolicy) -> float:
+    """A full-form (torch/extension.h) candidate: plain load_inline, kernelwright cold, the precompiled header for
+    its flags, and a cold build that uses it; the plain build's seconds."""
     from harness.compilation.pch import PrecompiledHeaders
     from harness.isolation.sandbox import Limits
 
-    problem = find_bundled(problem_name)
-    path = FULL_RELU if problem_name == "relu" else bundled_candidate(problem)  # a torch/extension.h candidate
     source = path.read_text()
-    functions = [line.split('"')[1] for line in source.splitlines() if "functions=[" in line]
-    policy = EvalPolicy(timing_budget_s=0.5)
+    assert form(source) == "full", f"{path} does not build against torch/extension.h"
     os.environ["KERNELWRIGHT_PCH"] = "off"  # the header is built explicitly below, and timed
-    plain = _plain_build_s(path, functions)
+    plain = _plain_build_s(path)
     cold, cold_wall = _timed_evaluation(problem, source, policy)
     headers = PrecompiledHeaders(Path(os.environ["KERNELWRIGHT_BUILD_CACHE"]), Limits(900, 8192, False))
     cflags = cold.build["builds"][0]["cflags"]
     started = time.perf_counter()
     built = headers.build(cflags)
     header_s = time.perf_counter() - started
+    os.environ.pop("KERNELWRIGHT_PCH")
     changed = source.replace("#include <torch/extension.h>\n", "#include <torch/extension.h>\n// a new build\n", 1)
     with_header, header_wall = _timed_evaluation(problem, changed, policy)
-    warm = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
-    median = sorted(warm, key=lambda pair: pair[1])[len(warm) // 2]
-    checks_only = policy.model_copy(update={"skip_timing": True})  # what a rejected candidate costs
-    judged = sorted((_timed_evaluation(problem, source, checks_only) for _ in range(5)), key=lambda pair: pair[1])[2]
-    os.environ["KERNELWRIGHT_ZYGOTE"] = "off"  # every child exec'd and importing torch, as before the zygote
-    exec_started = [_timed_evaluation(problem, source, policy) for _ in range(repeats)]
-    os.environ.pop("KERNELWRIGHT_ZYGOTE")
-    exec_median = sorted(exec_started, key=lambda pair: pair[1])[len(exec_started) // 2]
     used = with_header.build["builds"][0].get("precompiled_header")
     build_plain = cold.build["builds"][0]["seconds"]
     build_pch = with_header.build["builds"][0]["seconds"]
-    print(f"problem {problem.key}, CPU device, {os.cpu_count()} cores, flags {cflags.split('-std=')[-1]}")
+    print(f"full form, flags {cflags.split('-std=')[-1]}")
     print(f"{'plain load_inline, cold build':<34} {plain:6.2f} s (the load_inline call: build and import)")
     print(_row("kernelwright, cold", cold, cold_wall))
     print(f"{'precompiled torch header (once)':<34} {header_s:6.2f} s ({'built' if built else 'FAILED'})")
     print(_row("kernelwright, cold, with header", with_header, header_wall) + f" (header used: {used})")
-    print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]))
-    print(_row("  the same, children exec'd (no zygote)", exec_median[0], exec_median[1]))
-    print(_row("cached, no timing (median of 5)", judged[0], judged[1]) + " (skip_timing: every check "
-          "but the timed calls)")
     print(f"cold build: plain / kernelwright {plain / build_plain:5.2f}x without header, "
           f"{plain / build_pch:5.2f}x with header")
-    print(f"cold evaluation / cached evaluation {cold_wall / median[1]:5.1f}x; cached evaluation {median[1]:.2f} s "
-          f"({exec_median[1] / median[1]:.2f}x faster than exec'd children: {exec_median[1]:.2f} s)")
-    if problem_name == "relu":
-        _light(problem, plain, policy)
+    assert built, "the precompiled header for the full-form candidate's flags failed to build"
+    return plain
 
 
-def _light(problem, plain: float, policy: EvalPolicy) -> None:
-    """The light contract (stable ABI headers, agent/examples/light_cpu.py): the same ReLU built cold by
-    kernelwright, against plain load_inline of the torch/extension.h form (target: >= 5x)."""
-    light, light_wall = _timed_evaluation(problem, (EXAMPLES / "light_cpu.py").read_text(), policy)
+def _light(problem, path: Path, plain: float, plain_form: str, policy: EvalPolicy) -> None:
+    """The light contract (stable ABI headers): the same problem built cold by kernelwright, against plain
+    load_inline of its torch/extension.h form (target: >= 5x)."""
+    source = path.read_text()
+    assert form(source) == "light", f"{path} is not a light-form candidate"
+    light, light_wall = _timed_evaluation(problem, source, policy)
     build = light.build["builds"][0]["seconds"]
     print(_row("kernelwright, cold, light contract", light, light_wall))
-    print(f"light contract: plain load_inline of torch/extension.h / kernelwright's cold light build "
-          f"{plain / build:5.1f}x ({plain:.1f} s / {build:.1f} s; target >= 5x)")
+    print(f"light contract: plain load_inline ({plain_form} form) / kernelwright's cold light build "
+          f"{plain / build:5.1f}x ({plain:.1f} s / {build:.1f} s; target >= 5x against the full form)")
+
+
+def _cached(problem, source: str, policy: EvalPolicy, repeats: int, checks: int) -> None:
+    """A cached re-evaluation (the build is in the cache) and where its time goes: children forked by the zygote,
+    exec'd from scratch, and without timing (what a rejected candidate costs)."""
+    first = _timed_evaluation(problem, source, policy)[1]  # a warm-up: the build is cached from here on
+    median = _median([_timed_evaluation(problem, source, policy) for _ in range(repeats)])
+    judged = _median([_timed_evaluation(problem, source, policy.model_copy(update={"skip_timing": True}))
+                      for _ in range(checks)])
+    os.environ["KERNELWRIGHT_ZYGOTE"] = "off"  # every child exec'd and importing torch, as before the zygote
+    try:
+        exec_median = _median([_timed_evaluation(problem, source, policy) for _ in range(repeats)])
+    finally:
+        os.environ.pop("KERNELWRIGHT_ZYGOTE")
+    print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]))
+    print(_row("  the same, children exec'd (no zygote)", exec_median[0], exec_median[1]))
+    print(_row(f"cached, no timing (median of {checks})", judged[0], judged[1]) + " (skip_timing: every check "
+          "but the timed calls)")
+    print(f"cached evaluation {median[1]:.2f} s with a timing budget of {policy.timing_budget_s} s per model "
+          f"(target: 0.4 s + the budget); {exec_median[1] / median[1]:.2f}x faster than exec'd children "
+          f"({exec_median[1]:.2f} s); the first cached one (a warm-up) {first:.2f} s")
 
 
 def _plain_cuda_compile_s(source: str) -> float:
@@ -166,6 +204,7 @@ def _cuda() -> None:
         return
     problem = find_bundled("relu")
     source = bundled_candidate(problem, device="cuda").read_text()
+    assert form(source) == "full", "the host check's header figures need a torch/extension.h CUDA candidate"
     plain = _plain_cuda_compile_s(source)
     cold, cold_wall, cold_build = _compile_only(problem, source)
     cflags = cold.build["builds"][0]["cflags"]
@@ -193,11 +232,14 @@ def main() -> None:
     parser.add_argument("--problem", default="relu")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-cuda", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="that the script runs: light form only, one repeat, "
+                        "a 0.05 s timing budget, no CUDA (seconds; its figures mean nothing)")
     args = parser.parse_args()
+    print(HEADING + (" (smoke run: the figures are not measurements)" if args.smoke else ""), flush=True)
     with tempfile.TemporaryDirectory(prefix="kw-bench-") as cache:
         os.environ["KERNELWRIGHT_BUILD_CACHE"] = cache  # a cold cache: the first evaluation compiles
-        _cpu(args.problem, args.repeats)
-        if not args.skip_cuda:
+        _cpu(args.problem, 1 if args.smoke else args.repeats, args.smoke)
+        if not (args.skip_cuda or args.smoke):
             _cuda()
 
 
