@@ -10,10 +10,12 @@ from typing import Any
 
 from agent.llm import Message
 from agent.parse import JudgeAdvice
+from harness.feedback.failure_digest import digest_reason
 from harness.feedback.ncu import render_for_judge
 from kernelbench.problem import Problem
 
 _EXAMPLES = Path(__file__).with_name("examples")
+_REASON_BUDGETS = (3000, 800)  # characters: the first reason (the verdict's cause), each later one
 _LIGHT = ("Build against torch's stable ABI headers, as in the example below: `torch/csrc/stable/library.h`, "
           "`tensor.h`, `ops.h` (no `torch/extension.h`), the op declared with `STABLE_TORCH_LIBRARY(<ns>, m)` and "
           "implemented with `STABLE_TORCH_LIBRARY_IMPL(<ns>, {key}, m)` and `TORCH_BOX`, built with "
@@ -67,7 +69,8 @@ class Attempt:
         if self.speedup is not None:
             lines.append(f"speedup: {self.speedup:.3f}x (reference {self.ref_ms:.4f} ms, candidate "
                          f"{self.candidate_ms:.4f} ms)")
-        lines += [f"reason: {r[:1500]}" for r in self.reasons[:6]]
+        lines += [f"reason: {digest_reason(r, self.source, _REASON_BUDGETS[min(i, 1)])}"
+                  for i, r in enumerate(self.reasons[:6])]
         lines += [f"kernel {k.get('kernel')}: {k.get('registers')} registers, {k.get('shared_bytes', 0)} B shared, "
                   f"{k.get('spill_store_bytes', 0)} B spilled" for k in self.resources]
         lines += _roofline_lines(self.roofline)

@@ -1,0 +1,49 @@
+"""A real failed build's compiler error reaches the model: a light-form kernel written with `torch/extension.h`
+habits (`TORCH_CHECK`) fails to build on the CPU, and its `error:` line, mapped to the candidate's own line, is in
+the evaluation's reasons and in the next prompt the model receives (the log's first 1500 characters are ninja's
+banner and the compiler command, which is all a model saw before)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from agent.config import OptimizeConfig
+from agent.run_spec import ModelSpec
+from harness import EvalPolicy
+from kernelwright.optimize_service import run_optimize
+from store import EvaluationRow, LLMCallRow, open_store
+from tests.agent.fake_executor import coder_reply, judge_reply
+from tests.agent.real_executor import EvaluatingExecutor
+
+pytestmark = pytest.mark.slow
+EXAMPLE = Path(__file__).resolve().parents[2] / "agent" / "examples" / "light_cpu.py"
+ERROR_LINE = "‘TORCH_CHECK’ was not declared in this scope"
+
+
+def torch_check_kernel() -> str:
+    """The bundled CPU example with one `torch/extension.h` habit: TORCH_CHECK (the stable ABI's is STD_TORCH_CHECK)."""
+    source = EXAMPLE.read_text().replace("kw_relu", "kw_relu_check")
+    return source.replace("    const int64_t n = input.numel();",
+                          '    TORCH_CHECK(input.numel() > 0, "empty input");\n    const int64_t n = input.numel();')
+
+
+def test_a_real_build_error_reaches_the_next_prompt(tmp_path: Path) -> None:
+    bad = torch_check_kernel()
+    replies = [coder_reply(bad), judge_reply("use STD_TORCH_CHECK"), *[coder_reply(bad)] * 3]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": replies}))
+    db = f"sqlite:///{tmp_path / 'feedback.db'}"
+    config = OptimizeConfig(device="cpu", rounds=2, patience=5, policy=EvalPolicy(timing_budget_s=0.1))
+    run_optimize("relu", config, ModelSpec(model=f"scripted:{script}"), db, executor=EvaluatingExecutor())
+    with open_store(db)() as session:
+        [reasons] = {tuple(row.reasons) for row in session.scalars(select(EvaluationRow))}
+        calls = list(session.scalars(select(LLMCallRow).order_by(LLMCallRow.id)))
+    assert any(ERROR_LINE in reason for reason in reasons), reasons
+    checked_line = next(n for n, line in enumerate(bad.splitlines(), 1) if "TORCH_CHECK" in line)
+    after_the_build = [c.messages[-1]["content"] for c in calls[1:]]
+    assert after_the_build and all(ERROR_LINE in prompt for prompt in after_the_build)
+    assert f"(line {checked_line} of your file)" in after_the_build[0]
