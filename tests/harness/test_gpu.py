@@ -46,6 +46,25 @@ def test_side_stream_work_is_inside_the_timed_interval() -> None:
             evaluation.reasons
 
 
+def test_side_stream_work_spread_over_calls_is_timed() -> None:
+    """Second form, from Python: a fresh torch stream per call with a spin (torch's own `_sleep` kernel), so side
+    work of successive calls could overlap if calls were not each finished before the next (measured on an H100
+    before the per-call device sync: accepted at 0.88 ms per call for 10 ms of work per call)."""
+    spin = f"torch.cuda._sleep({10_000_000 + 1})"  # a name and count the static scan never sees spelled out
+    sleeper = RELU_CUDA.replace(
+        "        return relu_ext.relu_forward(x)",
+        "        side = torch.cuda.Stream()\n"
+        "        with torch.cuda.stream(side):\n"
+        f"            {spin}\n"
+        "        return relu_ext.relu_forward(x)")
+    assert sleeper != RELU_CUDA
+    evaluation = evaluate(find_bundled("relu"), sleeper, "cuda", EvalPolicy(timing_budget_s=0.3, static_policy="off"))
+    if evaluation.verdict is Verdict.ACCEPTED:
+        assert evaluation.candidate_ms > 2.5, (evaluation.candidate_ms, evaluation.reasons)  # ~5 ms at 2 GHz
+    else:
+        assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+
+
 def test_nvml_telemetry_is_recorded_with_the_timing() -> None:
     evaluation = evaluate(find_bundled("relu"), RELU_CUDA, "cuda", EvalPolicy(timing_budget_s=0.3))
     nvml = evaluation.device_info["nvml"]
