@@ -37,16 +37,31 @@ _FATAL_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
      "implementation", re.compile(r"\bTORCH_LIBRARY_(IMPL|FRAGMENT)\s*\(\s*(aten|_)\b|\bDispatcher::singleton\b")),
     ("include", "includes a file by absolute or parent path: builds read only their own sources and the toolchain's",
      re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
-    ("io", "file, process, network or environment access from C++",
-     re.compile(r"(?<![.>])\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
+    ("io", "file, process, network or environment access from C++",  # not torch::stable::clone, a tensor's copy
+     re.compile(r"(?<![.>])(?<!stable::)(?<!torch::)(?<!\bat::)\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
                 r"|dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|clone|syscall|ptrace|mmap|mprotect|kill|setsid|prctl|unshare|setns|mount)\s*\(")),
 ]
 _COMPUTE_OPS = (r"matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|convolution|relu\w*|gelu|silu|sigmoid|tanh|softmax"
                 r"|log_softmax|layer_norm|batch_norm|group_norm|instance_norm|\w*pool\w*|sum|mean|amax|amin|cumsum"
                 r"|exp|log|sqrt|rsqrt|pow|einsum|\w*_loss|cross_entropy|kl_div|dropout|embedding|lstm|gru|rnn\w*"
                 r"|scaled_dot_product_attention|norm|var|std|argmax|argmin|topk|sort|where|clamp|erf|hardtanh"
-                r"|leaky_relu|elu|selu|mish|softplus|softsign|addcmul|addcdiv|mul|add|sub|div|max|min")
-_TORCH_COMPUTE = re.compile(rf"\b(?:torch|at)::(?:native::)?({_COMPUTE_OPS})\s*\(")
+                r"|leaky_relu|elu|selu|mish|softplus|softsign|addcmul|addcdiv|mul|add|sub|div|max|min|subtract|sum_out")
+# PyTorch's operators reached by name: at::sum(...), torch::matmul(...), and the stable ABI's torch::stable::amax(...)
+# (torch/csrc/stable/ops.h, the light contract's own header), called or taken by address (`&torch::stable::sum`)
+_TORCH_COMPUTE = re.compile(rf"\b(?:torch|at)::(?:native::|stable::)?({_COMPUTE_OPS})\b(?!\s*::)(?=\s*[(;,)])")
+# the same operators under another name: `namespace ts = torch::stable;` then `ts::sum(`, `using namespace
+# torch::stable;` or `using torch::stable::amax;` then `amax(`, the C shim (`aoti_torch_aten_amax`,
+# `aoti_torch_cpu_mm_out`) and the boxed dispatcher (`aoti_torch_call_dispatcher("aten::sum", ...)`)
+_NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?(?:torch|at)(?:::(?:stable|native))?\s*;")
+_USING_DIRECTIVE = re.compile(r"\busing\s+namespace\s+(?:::)?(?:torch|at)(?:::(?:stable|native))?\s*;")
+_USING_DECLARATION = re.compile(r"\busing\s+(?:::)?(?:torch|at)::(?:stable::|native::)?(\w+)\s*;")
+_UNQUALIFIED_OPS = re.compile(r"amax|amin|sum|sum_out|subtract|matmul|mm|bmm|addmm|baddbmm|linear|conv\w*d|softmax"
+                              r"|log_softmax|layer_norm|einsum|cumsum|mean|argmax|argmin|topk")
+_SHIM_COMPUTE = re.compile(rf"\baoti_torch_(?:aten|cpu|cuda)_(?:{_COMPUTE_OPS})(?:_out)?\s*\(")
+_DISPATCHER_COMPUTE = re.compile(rf"call_dispatcher\s*\(\s*\"aten::(?:{_COMPUTE_OPS})(?:\.\w+)?\"")
+_DEFINED_FUNCTIONS = re.compile(r"\b[\w:<>]+[\s*&]+(\w+)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*"
+                                r"(?:const\s*)?\{")
+_CALL_CONTEXT = re.compile(r"(?:[=(,;{}?:!&|+\-*/<>\[]|\breturn)\s*$")
 _METHOD_COMPUTE = re.compile(rf"\.\s*({_COMPUTE_OPS})\s*\(")
 _LIBRARY = re.compile(r"\b(cublas\w+|cublasLt\w+|cudnn\w+|cutlass::|cute::)")
 _DOWNCAST = re.compile(r"\b(__float2half\w*|__half2float|__nv_bfloat16|__float2bfloat16\w*|__half2?|half2?)\b")
@@ -113,10 +128,50 @@ def scan_cpp(code: str, strict: bool) -> list[Any]:
             findings.append(Finding("torch-compute" if pattern is not _LIBRARY else "library-compute",
                                     f"C++ {what} `{match.group(0).strip()}` in `{_line_of(code, match.start())}`",
                                     fatal=strict))
+    if not any(f.check == "torch-compute" for f in findings):
+        renamed = _renamed_torch_compute(code, _COMMENTS.sub(" ", flags_and_code))
+        if renamed is not None:
+            text, line, form = renamed
+            findings.append(Finding("torch-compute", f"C++ calls PyTorch's own operator {form}: `{text}` in "
+                                    f"`{line}`", fatal=strict))
     match = _DOWNCAST.search(code)
     if match:
         findings.append(Finding("precision", f"C++ computes in reduced precision (`{match.group(0)}`)", fatal=strict))
     return findings
+
+
+def _renamed_torch_compute(code: str, with_strings: str) -> tuple[str, str, str] | None:
+    """A PyTorch operator reached under another name than `at::`/`torch::`/`torch::stable::` (see the patterns
+    above): (the matched text, its line, the form). `code` has its string literals blanked, `with_strings` not
+    (the dispatcher takes the operator's name as a string)."""
+    for alias in _NAMESPACE_ALIAS.findall(code):
+        match = re.search(rf"\b{re.escape(alias)}::({_COMPUTE_OPS})\b(?=\s*[(;,)])", code)
+        if match:
+            return match.group(0), _line_of(code, match.start()), f"through the namespace alias `{alias}`"
+    match = _unqualified_compute(code)
+    if match:
+        return match.group(1), _line_of(code, match.start()), "through a `using` of its namespace"
+    match = _SHIM_COMPUTE.search(code)
+    if match:
+        return match.group(0).rstrip("( "), _line_of(code, match.start()), "through its C shim"
+    match = _DISPATCHER_COMPUTE.search(with_strings)
+    if match:
+        return match.group(0), _line_of(with_strings, match.start()), "through the dispatcher"
+    return None
+
+
+def _unqualified_compute(code: str) -> re.Match[str] | None:
+    """After `using namespace torch::stable;` (or `at`), or `using torch::stable::amax;`: a call of one of those
+    operators by its bare name, in a call's position (not a declaration), and not a function the code defines."""
+    imported = {name for name in _USING_DECLARATION.findall(code) if _UNQUALIFIED_OPS.fullmatch(name)}
+    if not (imported or _USING_DIRECTIVE.search(code)):
+        return None
+    names = _UNQUALIFIED_OPS.pattern if _USING_DIRECTIVE.search(code) else "|".join(sorted(imported))
+    defined = set(_DEFINED_FUNCTIONS.findall(code))
+    for match in re.finditer(rf"(?<![\w.:>])({names})\s*\(", code):
+        if match.group(1) not in defined and _CALL_CONTEXT.search(code[max(0, match.start() - 80):match.start()]):
+            return match
+    return None
 
 
 def scan_built_sources(builds: Iterable[dict[str, Any]], strict: bool) -> list[Any]:

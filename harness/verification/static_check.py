@@ -15,7 +15,7 @@ from harness.policy import EvalPolicy
 from harness.verification.findings import Finding
 from harness.verification.source_scan import own_namespaces, scan_cpp, string_constants
 
-_BUILD_CALLS = {"load_inline", "load"}
+_BUILD_FUNCTIONS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
 # modules whose import can only serve to escape or observe the harness
 _FORBIDDEN_MODULES = {
     "threading": "threads", "_thread": "threads", "multiprocessing": "processes", "concurrent": "threads/processes",
@@ -373,7 +373,8 @@ def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:
 
 def _kernel_presence(tree: ast.Module, model_new: ast.ClassDef, policy: EvalPolicy,
                      report: StaticReport) -> StaticReport:
-    builds = any(isinstance(n, ast.Call) and _call_name(n) in _BUILD_CALLS for n in ast.walk(tree))
+    bindings = _bindings(tree)
+    builds = any(isinstance(n, ast.Call) and _resolve(n.func, bindings) in _BUILD_FUNCTIONS for n in ast.walk(tree))
     inherits_reference = any(isinstance(b, ast.Name) and b.id == "Model" for b in model_new.bases)
     has_forward = any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in model_new.body)
     if inherits_reference and not has_forward:
@@ -386,3 +387,49 @@ def _kernel_presence(tree: ast.Module, model_new: ast.ClassDef, policy: EvalPoli
     if any(f.fatal for f in report.findings):
         report.verdict = report.verdict or "rejected"
     return report
+
+
+def _bindings(tree: ast.Module) -> dict[str, str]:
+    """What each name the file binds by import (or by plain assignment of a resolvable name) refers to:
+    `li` -> `torch.utils.cpp_extension.load_inline`, `ce` -> `torch.utils.cpp_extension`, `torch` -> `torch`.
+    A name the file also binds to something else (a def, a class, another assignment) refers to nothing known."""
+    bindings: dict[str, str] = {}
+    ambiguous: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bindings[alias.asname] = alias.name
+                else:
+                    bindings[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name == "*":
+                    for name in _BUILD_FUNCTIONS:
+                        if name.rsplit(".", 1)[0] == node.module:
+                            bindings[name.rsplit(".", 1)[1]] = name
+                else:
+                    bindings[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            ambiguous.add(node.name)
+    for node in ast.walk(tree):  # `build = load_inline`, `build = ce.load_inline`, after the imports are known
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            resolved = _resolve(node.value, bindings)
+            name = node.targets[0].id
+            if resolved and bindings.get(name, resolved) == resolved:
+                bindings[name] = resolved
+            else:
+                ambiguous.add(name)
+    return {name: target for name, target in bindings.items() if name not in ambiguous}
+
+
+def _resolve(node: ast.expr, bindings: dict[str, str]) -> str | None:
+    """The dotted path a name or attribute chain refers to through the file's bindings (`ce.load_inline` ->
+    `torch.utils.cpp_extension.load_inline`); None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name) or node.id not in bindings:
+        return None
+    return ".".join([bindings[node.id], *reversed(parts)])
