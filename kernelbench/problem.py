@@ -11,6 +11,7 @@ from pathlib import Path
 REQUIRED_NAMES = ("Model", "get_inputs", "get_init_inputs")
 _FILE_NAME = re.compile(r"^(?P<id>\d+)_(?P<name>.+)\.py$")
 _LEVEL_DIR = re.compile(r"^level(?P<level>\d+)$")
+SHRUNK_MARK = "# kernelwright: shrunk to the CPU budget: "  # the first line of a shrunk problem's source
 
 
 class ProblemError(ValueError):
@@ -37,6 +38,32 @@ class Problem:
         """A stable human-readable identifier, e.g. `level1/19_ReLU`."""
         stem = f"{self.problem_id}_{self.name}" if self.problem_id is not None else self.name
         return f"level{self.level}/{stem}" if self.level is not None else stem
+
+    @property
+    def shrunk(self) -> str | None:
+        """The size changes when this is a shrunk problem (`dim 393216->16384`), else None."""
+        return shrink_note(self.source)
+
+    @property
+    def label(self) -> str:
+        """The key, with the shrink marker and sizes when the problem was shrunk: results on it are not the
+        benchmark's own."""
+        return problem_label(self.key, self.shrunk)
+
+    @property
+    def file_name(self) -> str:
+        """Where the problem lives in a KernelBench-style folder: `level1/19_ReLU.py`, or `Name.py`."""
+        return f"{self.key}.py"
+
+
+def shrink_note(source: str) -> str | None:
+    """The size changes recorded in a shrunk problem's first line, or None for a problem at its own sizes."""
+    first = source.lstrip("\n").split("\n", 1)[0]
+    return first.removeprefix(SHRUNK_MARK).strip() if first.startswith(SHRUNK_MARK) else None
+
+
+def problem_label(name: str, shrunk: str | None) -> str:
+    return f"{name} (shrunk: {shrunk})" if shrunk else name
 
 
 def fingerprint_source(source: str) -> str:

@@ -16,7 +16,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelbench.problem import Problem, ProblemError
+from kernelbench.problem import SHRUNK_MARK, Problem, ProblemError, shrink_note
 
 _FIXED_NAME = re.compile(r"kernel|stride|pad|dilation|group|axis|eps|^k$|head", re.IGNORECASE)
 _MIN_SCALABLE = 8
@@ -181,9 +181,22 @@ def shrink_problem(problem: Problem, budget: Budget = Budget()) -> ShrinkResult:
             scalable.discard(name)  # this constant must keep its value for the problem to stay valid
     original = {c.name: c.value for c in size_constants(problem.source)}
     changes = {n: (original[n], values[n]) for n in values if values[n] != original[n]}
-    shrunk = Problem(name=problem.name, source=source, level=problem.level, problem_id=problem.problem_id,
-                     path=problem.path) if changes else problem
+    shrunk = Problem(name=problem.name, source=marked(source, changes), level=problem.level,
+                     problem_id=problem.problem_id, path=problem.path) if changes else problem
     return ShrinkResult(shrunk, before, current, changes)
+
+
+def describe_changes(changes: dict[str, tuple[int, int]]) -> str:
+    return ", ".join(f"{name} {old}->{new}" for name, (old, new) in changes.items())
+
+
+def marked(source: str, changes: dict[str, tuple[int, int]]) -> str:
+    """The shrunk source with its marker line first, so the store, reports and prompts all carry it (a marker
+    from an earlier shrink is kept in front: the sizes it names are the original ones)."""
+    earlier = shrink_note(source)
+    body = source.lstrip("\n").split("\n", 1)[1] if earlier else source
+    note = describe_changes(changes) if not earlier else f"{earlier}; then {describe_changes(changes)}"
+    return f"{SHRUNK_MARK}{note}\n{body}"
 
 
 def _cannot_shrink(problem: Problem, current: Footprint, budget: Budget, values: dict[str, int]) -> str:

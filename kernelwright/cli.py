@@ -165,12 +165,12 @@ def eval_command(
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
     if outcome.shrink and outcome.shrink.changes:
-        changes = ", ".join(f"{k} {a}->{b}" for k, (a, b) in outcome.shrink.changes.items())
-        stderr.print(f"size reduction: {changes}")
+        stderr.print(f"size reduction: {outcome.problem.shrunk}", markup=False)
     if json_output:
         data = outcome.evaluation.summary()
         data["evaluation_id"] = outcome.evaluation_id
         data["problem"] = outcome.problem.key
+        data["shrunk"] = outcome.problem.shrunk
         typer.echo(json.dumps(data))
     else:
         render.print_table(render.evaluation_table(outcome.problem, outcome.evaluation))
@@ -204,18 +204,23 @@ def problems_list(
 def problems_shrink(
     path: Path = typer.Argument(..., metavar="PATH", help="Problem file or folder."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
+    write: Optional[Path] = typer.Option(None, "--write", metavar="DIR",
+                                         help="Write every problem that shrinks or fits to DIR (levelN/<id>_<Name>.py), "
+                                              "marked as shrunk, for eval, optimize, sweep and gate."),
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
-    """Show how each problem would be rescaled to the CPU budget, and which cannot be."""
+    """Show how each problem would be rescaled to the CPU budget, and which cannot be (--write keeps the files)."""
     from kernelbench.problem import load_problems
     from kernelwright.problem_service import shrink_report
     from kernelwright import render
 
     try:
-        rows = shrink_report(load_problems(path, _levels(level)), progress=_lines())
+        rows = shrink_report(load_problems(path, _levels(level)), progress=_lines(), write_to=write)
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
     _emit(rows, json_output, render.shrink_table)
+    if write:
+        stderr.print(f"wrote {sum('written' in r for r in rows)} problem(s) to {write}", markup=False)
 
 
 @problems_app.command("check")
@@ -358,6 +363,8 @@ def optimize_command(
     resume: Optional[str] = typer.Option(None, help="Continue this run where it stopped, with its stored models "
                                                     "and budgets (model options given here replace the stored "
                                                     "ones)."),
+    shrink: bool = _flag(False, help="Rescale the problem's sizes to the CPU budget first (KernelBench on the "
+                                     "CPU); results are marked as shrunk."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
@@ -371,7 +378,7 @@ def optimize_command(
                             executor=executor, ray_address=ray_address)
     models = _model_spec(model, judge_model, base_url, api_key_env, temperature, reasoning_effort, prices)
     try:
-        summary = run_optimize(problem, config, models, db, resume, progress=_lines())
+        summary = run_optimize(problem, config, models, db, resume, progress=_lines(), shrink=shrink)
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except RunInterrupted as stop:
@@ -480,7 +487,7 @@ def sweep_command(
     config = SweepConfig(mode="candidates" if solutions else "optimize",
                          candidates_dir=str(solutions) if solutions else None, device=device, workers=workers,
                          executor=executor, ray_address=ray_address, baselines=baselines, profile=profile, policy=policy,
-                         optimize=optimize)
+                         optimize=optimize, shrink=shrink)
     models = _model_spec(model, judge_model, base_url, api_key_env, temperature, reasoning_effort, None)
     try:
         selected = None if resume else select_problems(path or PROBLEMS_ROOT, _levels(level), problems, limit,

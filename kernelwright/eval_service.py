@@ -38,17 +38,47 @@ def read_candidate(path: Path) -> str:
         raise UsageError(f"{path}: cannot read it ({exc})") from exc
 
 
+MEMORY_COPIES = 3  # the reference's and the candidate's processes each hold the inputs and outputs, plus clones
+
+
+def refuse_unallocatable(problem: Problem, device: str) -> None:
+    """A problem whose tensors cannot fit this machine's free memory is a usage error that points to --shrink,
+    not a failed allocation minutes later (CPU only: its footprint is measured on the meta device)."""
+    import psutil
+
+    from kernelbench.shrink import measure
+
+    if device != "cpu" or problem.shrunk:
+        return
+    try:
+        footprint = measure(problem.source)
+    except ProblemError:
+        return  # the evaluation itself says what is wrong with the problem
+    available = psutil.virtual_memory().available
+    if footprint.bytes * MEMORY_COPIES > available:
+        raise UsageError(f"{problem.key} needs {footprint.bytes / 2**30:.1f} GiB for its inputs, outputs and "
+                         f"parameters (about {MEMORY_COPIES}x that to evaluate; this machine has "
+                         f"{available / 2**30:.1f} GiB free): add --shrink to rescale its sizes to the CPU budget, "
+                         "or write shrunk copies with `kernelwright problems shrink PATH --write DIR`")
+
+
+def target_problem(problem_spec: str, shrink: bool) -> tuple[Problem, ShrinkResult | None]:
+    """The problem named by `problem_spec`, rescaled to the CPU budget when `shrink`."""
+    problem = resolve_problem(problem_spec)
+    if not shrink:
+        return problem, None
+    shrunk = shrink_problem(problem)
+    return shrunk.problem, shrunk
+
+
 def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalPolicy, db_url: str | None,
              shrink: bool = False, store: bool = True, progress: Progress | None = None,
              profile: bool = False) -> EvalOutcome:
     source = read_candidate(candidate_path)
-    problem = resolve_problem(problem_spec)
-    shrunk = None
-    if shrink:
-        shrunk = shrink_problem(problem)
-        problem = shrunk.problem
+    problem, shrunk = target_problem(problem_spec, shrink)
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
     resolved = resolve_device(device)
+    refuse_unallocatable(problem, resolved)
     evaluation = evaluate(problem, source, resolved, policy, progress=progress)
     if profile:
         if progress and evaluation.accepted and resolved == "cuda":
@@ -63,4 +93,5 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     return EvalOutcome(problem, evaluation, evaluation_id, shrunk)
 
 
-__all__ = ["EvalOutcome", "ProblemError", "UsageError", "read_candidate", "run_eval"]
+__all__ = ["EvalOutcome", "ProblemError", "UsageError", "read_candidate", "refuse_unallocatable", "run_eval",
+           "target_problem"]

@@ -19,9 +19,11 @@ from harness.device import DeviceError, resolve_device
 from harness.execution.eval_task import Executor, ExecutorUnavailable
 from harness.execution.executor import open_executor
 from harness.paths import home
-from kernelbench.bundled import resolve_problem
-from kernelwright.eval_service import UsageError
+from kernelbench.problem import Problem
+from kernelbench.shrink import describe_changes
+from kernelwright.eval_service import UsageError, refuse_unallocatable, target_problem
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
+from kernelwright.runs_service import speedup_found
 from store import open_store, store_location
 from store import runs as run_store
 
@@ -92,28 +94,39 @@ def _prices(prices: str | None) -> PriceTable:
 
 def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: ModelSpec, db_url: str | None,
                  resume: str | None = None, progress: Progress | None = None,
-                 executor: Executor | None = None) -> dict[str, Any]:
+                 executor: Executor | None = None, shrink: bool = False) -> dict[str, Any]:
     """Start a run, or with `resume` continue one from its stored spec (options given in `models` replace the
-    stored ones; budgets and policy are the run's own)."""
+    stored ones; budgets and policy are the run's own). `shrink` rescales the problem to the CPU budget first
+    (the stored problem is the shrunk one, marked as such, so a resumed run goes on with it)."""
     sessions = open_store(db_url, create=not resume)
     if resume:
         recorder = RunRecorder.resume(sessions, resume, home())
-        if problem_spec and resolve_problem(problem_spec).fingerprint != recorder.problem.fingerprint:
-            raise UsageError(f"run {resume} optimizes {recorder.problem.key}, not {problem_spec}")
+        if problem_spec and _problem(problem_spec, shrink, None).fingerprint != recorder.problem.fingerprint:
+            raise UsageError(f"run {resume} optimizes {recorder.problem.label}, not {problem_spec}"
+                             f"{'' if shrink or not recorder.problem.shrunk else ' (add --shrink)'}")
         recorder.spec = recorder.spec.model_copy(update={"models": recorder.spec.models.overridden_by(models)})
         coder, judge = build_models(recorder.spec.models)
         missing = check_prices((coder, judge), recorder.config.budget_usd, progress)
     else:
         if not problem_spec:
             raise UsageError("give a PROBLEM (a file or a bundled problem name), or --resume RUN_ID")
-        problem = resolve_problem(problem_spec)
         config = config.model_copy(update={"device": _runnable_device(config.device, progress)})
+        problem = _problem(problem_spec, shrink, progress)
+        refuse_unallocatable(problem, config.device)
         coder, judge = build_models(models)  # before the run exists: a bad endpoint leaves no empty run behind
         missing = check_prices((coder, judge), config.budget_usd, progress)
         spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
                        optimize=config)
         recorder = RunRecorder.start(sessions, problem, spec, home())
     return _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
+
+
+def _problem(problem_spec: str, shrink: bool, progress: Progress | None) -> Problem:
+    problem, shrunk = target_problem(problem_spec, shrink)
+    if progress and shrunk is not None:
+        progress(f"size reduction: {describe_changes(shrunk.changes)}" if shrunk.changes
+                 else f"{problem.key} already fits the CPU budget: its own sizes are used")
+    return problem
 
 
 def _with_unknown_cost(summary: dict[str, Any], unpriced_models: list[str]) -> dict[str, Any]:
@@ -167,7 +180,9 @@ def _drive(recorder: RunRecorder, coder: ChatModel, judge: ChatModel, db_url: st
     finally:
         if owned:
             executor.shutdown()
-    return recorder.finish(result)
+    summary = recorder.finish(result)
+    best = summary["best"]["speedup"] if summary["best"] else None
+    return {**summary, "shrunk": recorder.problem.shrunk, "speedup_found": speedup_found(best)}
 
 
 def resume_command(run_id: str, db_url: str | None) -> str:

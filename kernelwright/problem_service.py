@@ -1,18 +1,45 @@
-"""Problem-level services for the CLI: size-reduction reports."""
+"""Problem-level services for the CLI: size-reduction reports (and the shrunk files), canary checks."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable
 
 from kernelbench.problem import Problem, ProblemError
-from kernelbench.shrink import Footprint, shrink_problem
+from kernelbench.shrink import Footprint, describe_changes, shrink_problem
+from kernelwright.eval_service import UsageError
 
 
 def _describe(footprint: Footprint) -> str:
     return f"{footprint.bytes / 2**20:.1f} MiB, {footprint.flops:.3g} FLOP"
 
 
-def shrink_report(problems: list[Problem], progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def _check_destination(problems: list[Problem], folder: Path) -> None:
+    """Never write a shrunk file over a problem it was made from."""
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--write {folder}: not a folder")
+    sources = {Path(p.path).resolve() for p in problems if p.path}
+    clashes = [p.file_name for p in problems if (folder / p.file_name).resolve() in sources]
+    if clashes:
+        raise UsageError(f"--write {folder} would overwrite the original {clashes[0]}: choose another folder")
+
+
+def _write(problem: Problem, folder: Path) -> str:
+    target = folder / problem.file_name
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(problem.source)
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc.strerror or exc}") from None
+    return str(target)
+
+
+def shrink_report(problems: list[Problem], progress: Callable[[str], None] | None = None,
+                  write_to: Path | None = None) -> list[dict[str, Any]]:
+    """How each problem is rescaled to the CPU budget; with `write_to`, every problem that shrinks or fits is
+    written there in the same layout (`levelN/<id>_<Name>.py`), a folder `eval`, `sweep` and `gate` take as is."""
+    if write_to is not None:
+        _check_destination(problems, write_to)
     rows: list[dict[str, Any]] = []
     for index, problem in enumerate(problems):
         if progress:
@@ -24,7 +51,9 @@ def shrink_report(problems: list[Problem], progress: Callable[[str], None] | Non
             continue
         rows.append({"problem": problem.key, "status": "shrunk" if result.changes else "fits",
                      "before": _describe(result.before), "after": _describe(result.after),
-                     "changes": ", ".join(f"{k} {a}->{b}" for k, (a, b) in result.changes.items())})
+                     "changes": describe_changes(result.changes)})
+        if write_to is not None:
+            rows[-1]["written"] = _write(result.problem, write_to)
     return rows
 
 

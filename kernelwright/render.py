@@ -9,7 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import Evaluation
-from kernelbench.problem import Problem
+from kernelbench.problem import Problem, problem_label
+from sweeps.report import NO_SPEEDUP
 
 
 def _ms(value: float | None) -> str:
@@ -18,7 +19,7 @@ def _ms(value: float | None) -> str:
 
 def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
     colour = "green" if evaluation.accepted else "red"
-    table = Table(title=f"{problem.key} on {evaluation.device}", show_header=False)
+    table = Table(title=f"{escape(problem.label)} on {evaluation.device}", show_header=False)
     table.add_row("verdict", f"[bold {colour}]{evaluation.verdict.value}[/]")
     if evaluation.speedup is not None:
         low, high = evaluation.speedup_ci or (evaluation.speedup, evaluation.speedup)
@@ -57,11 +58,12 @@ def problems_table(problems: list[Problem]) -> Table:
 
 def shrink_table(rows: list[dict[str, Any]]) -> Table:
     table = Table(title="size reduction")
-    for column in ("problem", "status", "before", "after", "changes"):
+    written = any("written" in row for row in rows)
+    for column in ("problem", "status", "before", "after", "changes") + (("written",) if written else ()):
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(row["problem"], row["status"], row.get("before", "-"), row.get("after", "-"),
-                      _text(row.get("changes") or row.get("reason")))
+                      _text(row.get("changes") or row.get("reason")), *((_text(row.get("written")),) if written else ()))
     return table
 
 
@@ -87,17 +89,27 @@ def gate_table(results: list[Any]) -> Table:
 
 
 def optimize_table(summary: dict[str, Any]) -> Table:
-    table = Table(title=f"optimize {summary['problem']}", show_header=False)
+    table = Table(title=f"optimize {escape(problem_label(summary['problem'], summary.get('shrunk')))}",
+                  show_header=False)
     best = summary["best"]
     table.add_row("run", summary["run_id"])
     table.add_row("status", summary["status"] + (f": {escape(summary['message'])}" if summary.get("message") else ""))
-    table.add_row("best", "none accepted" if best is None else
-                  f"[bold green]{best['speedup']:.3f}x[/] (round {best['round']}) -> {best['path']}")
+    table.add_row("best", best_label(best))
     table.add_row("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']} prompt + "
                          f"{summary['completion_tokens']} completion tokens, {cost_label(summary)}")
     table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))
     table.add_row("report", f"{summary['folder']}/report.md")
     return table
+
+
+def best_label(best: dict[str, Any] | None) -> str:
+    """The best kernel, or why there is none worth using: not accepted, or not faster than the reference."""
+    if best is None:
+        return "none accepted"
+    where = f"(round {best['round']}) -> {best['path']}" if best.get("path") else ""
+    if best["speedup"] is None or best["speedup"] <= 1.0:
+        return f"[bold yellow]{NO_SPEEDUP}[/] (best accepted kernel {_speed(best['speedup'])} {where})"
+    return f"[bold green]{best['speedup']:.3f}x[/] {where}"
 
 
 def cost_label(summary: dict[str, Any]) -> str:
@@ -148,8 +160,8 @@ def sweep_table(summary: dict[str, Any]) -> Table:
         print_table(table)
     return _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
                                                                           "detail"],
-                    [[p["name"], p["status"], _text(p["verdict"]), _speed(p["speedup"]), _text((p["detail"] or "")[:120])]
-                     for p in summary["problems"]])
+                    [[escape(problem_label(p["name"], p.get("shrunk"))), p["status"], _text(p["verdict"]),
+                      _speed(p["speedup"]), _text((p["detail"] or "")[:120])] for p in summary["problems"]])
 
 
 def runs_table(rows: list[dict[str, Any]]) -> Table:
@@ -162,22 +174,33 @@ def run_table(details: dict[str, Any]) -> Table:
     if details["kind"] == "sweep":
         return sweep_table(details)
     print_table(metrics_table(details["metrics"]))
-    return _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
-                    ["round", "problem", "verdict", "speedup", "first reason"],
-                    [[str(e["round"] or "-"), e["problem"], e["verdict"], _speed(e["speedup"]), _text(e["reason"][:120])]
-                     for e in details["evaluations"]])
+    table = _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
+                     ["round", "problem", "verdict", "speedup", "first reason"],
+                     [[round_label(e), escape(problem_label(e["problem"], e.get("shrunk"))), e["verdict"],
+                       _speed(e["speedup"]), _text(e["reason"][:120])] for e in details["evaluations"]])
+    if details.get("speedup_found") is False:
+        table.caption = f"{NO_SPEEDUP} (best accepted kernel {_speed(details['best']['speedup'])})"
+    return table
+
+
+def round_label(row: dict[str, Any]) -> str:
+    """`2`, or `2 (again in 3, 4)` for a kernel the model wrote again in later rounds (evaluated once)."""
+    again = row.get("repeated_in") or []
+    first = str(row["round"] or "-")
+    return f"{first} (again in {', '.join(map(str, again))})" if again else first
 
 
 def best_table(rows: list[dict[str, Any]]) -> Table:
     return _columns("best kernels", ["problem", "speedup", "slowest", "evaluations", "device", "run", "candidate",
                                      "kernel"],
-                    [[r["problem"], _speed(r["speedup"]), _speed(r["slowest"]), str(r["evaluations"]), r["device"],
+                    [[escape(problem_label(r["problem"], r.get("shrunk"))), _speed(r["speedup"]), _speed(r["slowest"]),
+                      str(r["evaluations"]), r["device"],
                       _text(r["run_id"]), _text(r["candidate_id"]), r["kernel"]] for r in rows])
 
 
 def compare_table(rows: list[dict[str, Any]]) -> Table:
     return _columns("comparison", ["problem", "A", "A speedup", "B", "B speedup", "B / A"],
-                    [[r["problem"], _text(r["a_verdict"]), _speed(r["a_speedup"]), _text(r["b_verdict"]),
+                    [[escape(r["problem"]), _text(r["a_verdict"]), _speed(r["a_speedup"]), _text(r["b_verdict"]),
                       _speed(r["b_speedup"]), "-" if r["b_over_a"] is None else f"{r['b_over_a']:.2f}"] for r in rows])
 
 

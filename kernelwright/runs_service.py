@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kernelbench.problem import problem_label
 from kernelwright.eval_service import UsageError
 from store import open_store
 from store.browse import best_for_problem, get_run_row, list_runs, run_coder_calls, run_evaluations
@@ -29,13 +30,22 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
                       key=lambda e: (e["round"] or 0, e["slot"] or 0))
     return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in attempts],
             "best": None if best is None else {"verdict": "accepted", "speedup": best["speedup"],
-                                               "candidate_id": best["candidate_id"]},
+                                               "speedup_ci": best["speedup_ci"], "candidate_id": best["candidate_id"]},
+            "speedup_found": speedup_found(best["speedup"] if best else None),
+            "shrunk": next((e["shrunk"] for e in evaluations if e["shrunk"]), None),
             "metrics": by_level(_best_per_problem(evaluations).values())}
 
 
+def speedup_found(best_speedup: float | None) -> bool | None:
+    """Whether the best accepted kernel is faster than the reference (None: nothing was accepted). When it is
+    not, the reference stays: a slower kernel is no result, whatever its verdict."""
+    return None if best_speedup is None else best_speedup > 1.0
+
+
 def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Round slots with no evaluation of their own, as the run's report.md lists them: a failed call, an
-    unparseable reply, or a kernel identical to one evaluated earlier (evaluated once, shown with its verdict)."""
+    """Round slots with no evaluation of their own: a failed call, an unparseable reply, or a kernel not yet
+    evaluated. A kernel identical to one evaluated earlier is not a row of its own: the evaluation it shares
+    lists the rounds that repeated it (`repeated_in`), so every table and chart counts that kernel once."""
     from agent.parse import ParseError, extract_candidate
     from harness.pipeline import candidate_hash
 
@@ -55,12 +65,12 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
                 row.update(verdict="unparseable", reason=str(exc))
             else:
                 same = by_hash.get((call["problem"], candidate_hash(source)))
-                if same is None:
-                    row.update(verdict="not evaluated", reason="the run stopped before this kernel was evaluated")
-                else:
-                    row.update(verdict=same["verdict"], speedup=same["speedup"], device=same.get("device"),
-                               reason=f"the same kernel as round {same['round']} candidate {(same['slot'] or 0) + 1} "
-                                      "(evaluated once)")
+                if same is not None:
+                    repeats = same.setdefault("repeated_in", [])
+                    if call["round"] not in repeats:
+                        repeats.append(call["round"])
+                    continue
+                row.update(verdict="not evaluated", reason="the run stopped before this kernel was evaluated")
         rows.append(row)
     return rows
 
@@ -81,15 +91,16 @@ def compare_runs(db_url: str | None, first: str, second: str) -> list[dict[str, 
     for name in names:
         a, b = (r.get(name, {}) for r in results)
         ratio = (b.get("speedup") / a["speedup"]) if a.get("speedup") and b.get("speedup") else None
-        rows.append({"problem": name, "a_verdict": a.get("verdict"), "a_speedup": a.get("speedup"),
+        rows.append({"problem": name, "shrunk": a.get("shrunk") or b.get("shrunk"),
+                     "a_verdict": a.get("verdict"), "a_speedup": a.get("speedup"),
                      "b_verdict": b.get("verdict"), "b_speedup": b.get("speedup"), "b_over_a": ratio})
     return rows
 
 
 def _by_problem(details: dict[str, Any]) -> dict[str, dict[str, Any]]:
     if details["kind"] == "sweep":
-        return {p["name"]: p for p in details["problems"]}
-    return _best_per_problem(details["evaluations"])
+        return {problem_label(p["name"], p.get("shrunk")): p for p in details["problems"]}
+    return {problem_label(name, e.get("shrunk")): e for name, e in _best_per_problem(details["evaluations"]).items()}
 
 
 def _best_per_problem(evaluations: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -40,6 +40,18 @@ def select_problems(path: Path, levels: set[int] | None, filters: list[str] | No
     return [shrink_problem(p).problem for p in problems] if shrink else problems
 
 
+def device_name(device: str) -> str:
+    """The processor or GPU a sweep runs on, stored with its config."""
+    import os
+    import platform
+
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name(0)
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
 def _matches(problem: Problem, wanted: str) -> bool:
     """Plain names match in any case; globs match case-sensitively (`*Max*` must not pick Softmax)."""
     texts = (problem.name, problem.key, f"{problem.problem_id}_{problem.name}")
@@ -102,7 +114,8 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         if notice and progress:
             progress(notice)
         optimize = config.optimize.model_copy(update={"device": device}) if config.optimize else None
-        config = config.model_copy(update={"device": device, "optimize": optimize,
+        config = config.model_copy(update={"device": device, "optimize": optimize, "device_requested": config.device,
+                                           "device_name": device_name(device),
                                            "problem_keys": [p.key for p in problems]})
         if config.mode == "candidates" and not (config.candidates_dir and Path(config.candidates_dir).is_dir()):
             raise UsageError(f"--candidates {config.candidates_dir}: not a folder")

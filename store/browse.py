@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from kernelbench.problem import shrink_note
 from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow, SweepItemRow
 from store.runs import run_totals
 
@@ -36,9 +37,14 @@ def run_evaluations(sessions: sessionmaker[Session], run_id: str) -> list[dict[s
                  .join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
                  .where(CandidateRow.run_id == run_id).order_by(EvaluationRow.id))
         return [{"round": (c.round or 0) + 1 if c.round is not None else None, "slot": c.slot, "problem": p.name,
-                 "level": p.level, "verdict": e.verdict, "speedup": e.speedup, "reason": (e.reasons or [""])[0],
-                 "candidate_id": c.id, "source": c.source, "evaluation_id": e.id, "device": e.device}
+                 "level": p.level, "shrunk": shrink_note(p.source), "verdict": e.verdict, "speedup": e.speedup,
+                 "speedup_ci": _interval(e), "reason": (e.reasons or [""])[0], "candidate_id": c.id,
+                 "source": c.source, "evaluation_id": e.id, "device": e.device}
                 for c, e, p in session.execute(query)]
+
+
+def _interval(row: EvaluationRow) -> list[float] | None:
+    return None if row.speedup_low is None or row.speedup_high is None else [row.speedup_low, row.speedup_high]
 
 
 def run_coder_calls(sessions: sessionmaker[Session], run_id: str) -> list[dict[str, Any]]:
@@ -63,7 +69,8 @@ def best_for_problem(sessions: sessionmaker[Session], name: str, limit: int = 10
         kernels: dict[tuple[str, str, str], dict[str, Any]] = {}  # one row per kernel (source hash) and device
         for c, e, p in session.execute(query):
             row = kernels.setdefault((p.fingerprint, c.source_hash, e.device), {
-                "problem": p.name, "level": p.level, "fingerprint": p.fingerprint[:12], "run_id": c.run_id,
+                "problem": p.name, "level": p.level, "shrunk": shrink_note(p.source),
+                "fingerprint": p.fingerprint[:12], "run_id": c.run_id,
                 "candidate_id": c.id, "kernel": c.source_hash[:12], "speedup": e.speedup, "speedups": [],
                 "device": e.device, "evaluated_at": e.created_at.isoformat()})
             row["speedups"].append(e.speedup)

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from kernelbench.problem import problem_label
 from sweeps.metrics import FAST_P
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
@@ -16,13 +17,44 @@ _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{bor
           ".failed{color:#b3261e}svg{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}")
 
 
+NO_SPEEDUP = "no speedup found; the reference stays"
+
+
 def _rows(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per evaluated kernel (a kernel the model repeated is one row that names the repeating rounds)."""
     if details["kind"] == "sweep":
-        return [{"problem": p["name"], "level": p["level"], "verdict": p["verdict"], "speedup": p["speedup"],
-                 "detail": p.get("detail") or "", "round": None} for p in details["problems"]]
-    return [{"problem": e["problem"], "level": e["level"], "verdict": e["verdict"], "speedup": e["speedup"],
-             "detail": e["reason"], "round": e["round"], "candidate_id": e["candidate_id"], "device": e.get("device")}
+        return [{"problem": problem_label(p["name"], p.get("shrunk")), "name": p["name"], "level": p["level"],
+                 "verdict": p["verdict"], "speedup": p["speedup"], "detail": _sweep_detail(p), "round": None}
+                for p in details["problems"]]
+    return [{"problem": problem_label(e["problem"], e.get("shrunk")), "name": e["problem"], "level": e["level"],
+             "verdict": e["verdict"], "speedup": e["speedup"], "detail": e["reason"], "round": e["round"],
+             "repeated_in": e.get("repeated_in") or [], "candidate_id": e["candidate_id"], "device": e.get("device")}
             for e in details["evaluations"]]
+
+
+def _sweep_detail(problem: dict[str, Any]) -> str:
+    slower = problem["verdict"] == "accepted" and problem["speedup"] is not None and problem["speedup"] <= 1.0
+    return (f"{NO_SPEEDUP}. " if slower else "") + (problem.get("detail") or "")
+
+
+def _round(row: dict[str, Any]) -> str:
+    again = row.get("repeated_in") or []
+    first = str(row["round"] or "")
+    return f"{first} (again in {', '.join(map(str, again))})" if again else first
+
+
+def _outcome(details: dict[str, Any]) -> str:
+    """What the run leaves the user, said first: nothing faster than the reference is no result."""
+    if details.get("speedup_found") is False:
+        return f"{NO_SPEEDUP} (best accepted kernel {speedup_label(details['best']['speedup'])})"
+    return ""
+
+
+def _shrunk_note(rows: list[dict[str, Any]]) -> str:
+    if not any(r["problem"] != r["name"] for r in rows):
+        return ""
+    return ("shrunk: problems marked (shrunk: ...) were rescaled to the CPU budget; their results are on those "
+            "sizes, not the benchmark's own")
 
 
 def _histogram(speedups: list[float]) -> str:
@@ -114,7 +146,7 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
             best[r["problem"]] = max(best.get(r["problem"], 0.0), r["speedup"])
     total = len({r["problem"] for r in rows})
     table = "".join(
-        f"<tr><td>{html.escape(str(r['problem']))}</td><td>{r['round'] or ''}</td><td class="
+        f"<tr><td>{html.escape(str(r['problem']))}</td><td>{html.escape(_round(r))}</td><td class="
         f"\"{'accepted' if r['verdict'] == 'accepted' else 'failed'}\">{html.escape(str(r['verdict']))}</td>"
         f"<td>{speedup_label(r['speedup'])}</td>"
         f"<td>{_link(links, r)}</td><td>{html.escape(str(r['detail'])[:300])}</td></tr>" for r in rows)
@@ -123,7 +155,7 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
             f"<p>status {html.escape(str(details['status']))}, device {html.escape(_device(details, rows))}, "
             f"created {html.escape(str(details.get('created_at', '-')))}, report written "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {details.get('llm_calls', 0)} LLM calls, "
-            f"${details.get('cost_usd', 0):.4f}</p>{_metrics_table(details['metrics'])}<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}"
+            f"${details.get('cost_usd', 0):.4f}</p>{_notes_html(details, rows)}{_metrics_table(details['metrics'])}<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}"
             f"{_progress(rows)}</div><table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th>"
             f"<th>kernel</th><th>first reason</th></tr>{table}</table></body></html>")
     html_path = folder / "report.html"
@@ -133,22 +165,29 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
     return html_path, markdown_path
 
 
+def _notes_html(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    return "".join(f"<p><strong>{html.escape(note)}</strong></p>" for note in (_outcome(details), _shrunk_note(rows))
+                   if note)
+
+
 def _device(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     devices = sorted({str(r["device"]) for r in rows if r.get("device")})
     return ", ".join(devices) or str(details.get("device") or "-")
 
 
 def _link(links: dict[str, str], row: dict[str, Any]) -> str:
-    label = _label(row)
+    label = _kernel_label(row)
     return f'<a href="{links[label]}">source</a>' if label in links else ""
 
 
-def _label(row: dict[str, Any]) -> str:
-    return f"{row['problem']}-c{row['candidate_id']}" if row.get("candidate_id") else str(row["problem"])
+def _kernel_label(row: dict[str, Any]) -> str:
+    return f"{row['name']}-c{row['candidate_id']}" if row.get("candidate_id") else str(row["name"])
 
 
 def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    notes = [note for note in (_outcome(details), _shrunk_note(rows)) if note]
     lines = [f"# {details['kind']} {details['run_id']}", "", f"status {details['status']}", "",
+             *(line for note in notes for line in (f"**{note}**", "")),
              "| level | problems | correct | " + " | ".join(f"fast_{p:g}" for p in FAST_P) + " | geomean (correct) |",
              "|---" * (4 + len(FAST_P)) + "|"]
     for level, m in details["metrics"].items():
@@ -156,8 +195,8 @@ def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {level} | {m['problems']} | {m['correctness_rate']:.0%} | "
                      + " | ".join(f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P)
                      + f" | {'-' if geo is None else f'{geo:.2f}x'} |")
-    lines += ["", "| problem | verdict | speedup |", "|---|---|---|"]
-    lines += [f"| {r['problem']} | {r['verdict']} | {speedup_label(r['speedup'])} |" for r in rows]
+    lines += ["", "| problem | round | verdict | speedup |", "|---|---|---|---|"]
+    lines += [f"| {r['problem']} | {_round(r)} | {r['verdict']} | {speedup_label(r['speedup'])} |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

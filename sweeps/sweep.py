@@ -25,8 +25,8 @@ from harness.execution.eval_task import EvalTask, Executor, own_seconds
 from harness.execution.profile import kernels_of
 from harness.records import Unjudged
 from kernelbench.matching import solutions_by_problem
-from kernelbench.problem import Problem
-from store import BaselineRow, SweepItemRow, record_evaluation
+from kernelbench.problem import Problem, shrink_note
+from store import BaselineRow, ProblemRow, SweepItemRow, record_evaluation
 from store import runs as run_store
 from store.results import upsert_problem
 from sweeps.metrics import by_level
@@ -39,7 +39,11 @@ class SweepConfig(BaseModel):
 
     mode: str = Field("candidates", description="candidates: verify solution files; optimize: run the agent.")
     candidates_dir: str | None = Field(None, description="Folder of solutions, matched to problems by key/id/name.")
-    device: str = Field("cpu", description="cpu or cuda.")
+    device: str = Field("cpu", description="cpu or cuda (resolved: `auto` is stored as what it chose).")
+    device_requested: str | None = Field(None, description="The device as asked for (auto, cpu, cuda, ...).")
+    device_name: str | None = Field(None, description="The processor or GPU the sweep ran on.")
+    shrink: bool = Field(False, description="Problems were rescaled to the CPU budget first (results are on the "
+                                            "shrunk sizes, not the benchmark's own).")
     workers: int | None = Field(None, description="Compile workers (default: cores and memory allow).")
     executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or --ray-address).")
     ray_address: str | None = Field(None, description="An existing Ray cluster to run on.")
@@ -270,7 +274,8 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
     items = list(_items(sessions, run_id).values())
     order = {key: i for i, key in enumerate((run.config or {}).get("sweep", {}).get("problem_keys", []))}
     items.sort(key=lambda r: order.get(r.problem_key, len(order)))
-    problems = [{"name": r.problem_key, "level": r.level, "status": r.status,
+    shrunk = _shrink_notes(sessions, [r.problem_ref for r in items])
+    problems = [{"name": r.problem_key, "level": r.level, "shrunk": shrunk.get(r.problem_ref), "status": r.status,
                  "best": None if r.status != "done" or r.verdict in (None, *(u.value for u in Unjudged))
                  else {"verdict": r.verdict, "speedup": r.speedup},
                  "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
@@ -289,6 +294,13 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
                                                             "errors": row.errors}
         summary["metrics_vs_compile"] = by_level(_against_compile(finished, baselines))
     return summary
+
+
+def _shrink_notes(sessions: sessionmaker[Session], problem_refs: list[int]) -> dict[int, str | None]:
+    """Each problem's shrink marker (its sizes), by problem row id."""
+    with sessions() as session:
+        rows = session.execute(select(ProblemRow.id, ProblemRow.source).where(ProblemRow.id.in_(problem_refs)))
+        return {ref: shrink_note(source) for ref, source in rows}
 
 
 def _against_compile(problems: list[dict[str, Any]], baselines: dict[str, BaselineRow]) -> list[dict[str, Any]]:
