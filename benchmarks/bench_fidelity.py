@@ -8,7 +8,7 @@ candidate, in kernelwright's CPU regime: batches of fresh input sets written jus
 output kept until its batch ends, the weights warm. Prints one markdown table (ratio = kernelwright speedup / independent speedup) and the
 cached-evaluation seconds.
 
-    .venv/bin/python benchmarks/bench_fidelity.py --device cpu [--problems relu gelu] [--repeats 2]
+    .venv/bin/python benchmarks/bench_fidelity.py --device cpu [--problems relu gelu] [--repeats 2] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from harness.values.modules import module_from_file
 from kernelbench.bundled import bundled_candidate, bundled_problems
 from kernelbench.problem import Problem
 
+HEADING = "# Timing fidelity: kernelwright's speedups against an independent measurement"
 
 def _cpu_ms(call: Callable[[], Any]) -> float:
     started = time.perf_counter_ns()
@@ -125,28 +126,43 @@ def _extension_cache() -> None:
     os.environ["TORCH_EXTENSIONS_DIR"] = str(folder)
 
 
+def selected(names: list[str] | None, device: str) -> list[tuple[Problem, Any]]:
+    """The bundled pairs whose name contains one of `names` (every pair without names) that have a candidate for
+    the device."""
+    chosen = []
+    for problem in bundled_problems():
+        if names and not any(p.lower() in problem.name.lower() for p in names):
+            continue
+        try:
+            path = bundled_candidate(problem, device)
+        except Exception:
+            continue
+        if path.exists():
+            chosen.append((problem, path))
+    return chosen
+
+
 def main() -> None:
     _extension_cache()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--problems", nargs="*", help="names to match (default: every bundled pair)")
     parser.add_argument("--repeats", type=int, default=2, help="kernelwright evaluations per pair")
+    parser.add_argument("--smoke", action="store_true", help="that the script runs: the first pair only (ReLU), one "
+                        "evaluation with a 0.05 s timing budget (its figures mean nothing)")
     args = parser.parse_args()
     if args.device == "cpu":
         torch.set_num_threads(1)
+    pairs = selected(args.problems, args.device)
+    policy = EvalPolicy()
+    if args.smoke:
+        pairs, args.repeats, policy = pairs[:1], 1, EvalPolicy(timing_budget_s=0.05)
+    print(HEADING + f" ({args.device})" + (" (smoke run: the figures are not measurements)" if args.smoke else ""))
     rows = []
     print("| pair | kernelwright speedups | cached eval s | independent ref / cand ms | independent speedup | ratio |")
-    print("|---|---|---|---|---|---|")
-    for problem in bundled_problems():
-        if args.problems and not any(p.lower() in problem.name.lower() for p in args.problems):
-            continue
-        try:
-            path = bundled_candidate(problem, args.device)
-        except Exception:
-            continue
-        if not path.exists():
-            continue
-        evaluations = [evaluate(problem, path.read_text(), args.device, EvalPolicy()) for _ in range(args.repeats)]
+    print("|---|---|---|---|---|---|", flush=True)
+    for problem, path in pairs:
+        evaluations = [evaluate(problem, path.read_text(), args.device, policy) for _ in range(args.repeats)]
         speedups = [e.speedup for e in evaluations if e.speedup]
         seconds = [e.phase_seconds.get("total", 0.0) for e in evaluations[1:]] or [0.0]
         ref, cand, truth = independent_speedup(problem, path, args.device)

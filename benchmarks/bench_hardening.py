@@ -1,7 +1,7 @@
 """What the hardening costs: the same candidates evaluated with and without the runtime integrity checks,
 interleaved in one run, with the time per phase.
 
-    .venv/bin/python benchmarks/bench_hardening.py [--problems relu,softmax,mlp] [--repeats 3]
+    .venv/bin/python benchmarks/bench_hardening.py [--problems relu,softmax,mlp] [--repeats 3] [--smoke]
 
 Builds are cached first so both sides measure evaluation, not compilation.
 """
@@ -14,6 +14,7 @@ import statistics
 from harness import EvalPolicy, Evaluation, evaluate
 from kernelbench.bundled import bundled_candidate, find_bundled
 
+HEADING = "# What the hardening costs: plain vs hardened evaluations"
 PHASES = ("static", "reference", "import", "construct", "correctness", "timing", "canaries", "child", "total")
 
 
@@ -25,8 +26,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="relu,softmax,Square_matrix_multiplication,MLP")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="that the script runs: ReLU only, one repeat, a 0.05 s "
+                        "timing budget (its figures mean nothing)")
     args = parser.parse_args()
-    base = dict(timing_budget_s=0.5, static_policy="default")
+    if args.smoke:
+        args.problems, args.repeats = "relu", 1
+    base = dict(timing_budget_s=0.05 if args.smoke else 0.5, static_policy="default")
+    print(HEADING + (" (smoke run: the figures are not measurements)" if args.smoke else ""))
     policies = {"plain": EvalPolicy(hardening=False, trials=3, **base), "hardened": EvalPolicy(**base)}
     print(f"{'problem':<32} {'side':<9} " + " ".join(f"{p:>11}" for p in PHASES))
     totals: dict[str, list[float]] = {name: [] for name in policies}

@@ -5,7 +5,8 @@
 The file is CUDA-L1's own (one JSON object per line: level_id, task_id, ref_code, custom_code, ...); this script
 fetches nothing. It prints, per check, how many kernels it rejects (each kernel counted under every fatal check
 it trips, and once under the first), so a false alarm shows up as a check that rejects kernels it should not.
-`--show TAG` prints each rejected kernel's finding for that check, to classify them by hand.
+`--show TAG` prints each rejected kernel's finding for that check, to classify them by hand. `--smoke` checks the
+bundled CUDA candidates instead of a CUDA-L1 file (that the script runs; nothing there should be rejected).
 """
 
 from __future__ import annotations
@@ -18,10 +19,26 @@ from pathlib import Path
 from harness.policy import EvalPolicy
 from harness.verification.static_check import check_candidate
 
+HEADING = "# The static policy over published kernels"
+
 
 def read_rows(path: Path, levels: set[int]) -> list[dict]:
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [r for r in rows if int(r.get("level_id", 0)) in levels]
+
+
+def bundled_rows() -> list[dict]:
+    """The bundled CUDA candidates in CUDA-L1's row format, and one task without a kernel."""
+    from kernelbench.bundled import bundled_candidate, bundled_problems
+
+    rows = [{"level_id": 0, "task_id": 0, "custom_code": None}]
+    for problem in bundled_problems():
+        try:
+            source = bundled_candidate(problem, "cuda").read_text()
+        except Exception:
+            continue
+        rows.append({"level_id": problem.level, "task_id": problem.problem_id, "custom_code": source})
+    return rows
 
 
 def published(row: dict) -> bool:
@@ -31,11 +48,17 @@ def published(row: dict) -> bool:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", type=Path)
+    parser.add_argument("path", type=Path, nargs="?", help="CUDA-L1's optimized_cuda_code/<gpu>.json")
     parser.add_argument("--levels", default="1,2")
     parser.add_argument("--show", default="")
+    parser.add_argument("--smoke", action="store_true", help="the bundled CUDA candidates instead of a file")
     args = parser.parse_args()
-    everything = read_rows(args.path, {int(v) for v in args.levels.split(",")})
+    if not (args.path or args.smoke):
+        parser.error("give CUDA-L1's JSON file (or --smoke)")
+    levels = {int(v) for v in args.levels.split(",")}
+    everything = [r for r in bundled_rows() if r["level_id"] in levels | {0}] if args.smoke else \
+        read_rows(args.path, levels)
+    print(HEADING + (" (smoke run: the bundled CUDA candidates)" if args.smoke else f" ({args.path.name})"))
     rows = [r for r in everything if published(r)]
     policy = EvalPolicy()
     first: collections.Counter[str] = collections.Counter()

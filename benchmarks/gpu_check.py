@@ -1,26 +1,36 @@
 """`make gpu-check`: everything a GPU machine can tell us, in one run and one markdown report.
 
-1. the GPU tests (`pytest -m gpu`);
-2. timing fidelity: every bundled CUDA pair at its own size and at a KernelBench-like size (batch and dim sizes
-   scaled until a forward moves about 512 MB), timed by kernelwright (twice: the spread between two evaluations) and by `triton.testing.do_bench`
-   (or CUDA events after an L2 flush) in the same process, with the ratios;
+0. up front: that a child process, started with the clean environment the harness gives every child, imports torch
+   and the harness (packages reachable only through the parent's PYTHONPATH are missing there) and sees the GPU;
+1. the GPU tests (`pytest -m gpu`), their output streamed to stderr as they run;
+2. timing fidelity: every bundled CUDA pair at its own size, then at a KernelBench-like size (batch and dim sizes
+   scaled until a forward moves about 512 MB), timed by kernelwright (twice: the spread between two evaluations)
+   and by `triton.testing.do_bench` (or CUDA events after an L2 flush) in the same process, with the ratios;
 3. the cached-evaluation seconds of each pair and where they went;
 4. one scripted `optimize` round trip on the GPU with its time split.
 
-The report goes to stdout and to runs/gpu-check.md. Budget: under 10 minutes on one H100.
+Each section (each table row) goes to stdout and is appended to runs/gpu-check.md as soon as it is done, so a
+killed run keeps what it finished. `--budget-s` (default 540 s, under the 10 minutes a GPU check gets) is an
+overall deadline: a pair that would not finish in time is skipped, with a line that says which; the own-size rows
+of every pair come before any large one.
 
-    .venv/bin/python benchmarks/gpu_check.py [--skip-tests] [--pairs relu gelu]
+    .venv/bin/python benchmarks/gpu_check.py [--skip-tests] [--pairs relu gelu] [--skip-large] [--budget-s 540]
+    .venv/bin/python benchmarks/gpu_check.py --device cpu --smoke   # that the script runs, in seconds
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
+import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -38,13 +48,96 @@ from kernelbench.shrink import measure, rewrite_constants, size_constants  # noq
 LARGE_BYTES = 1 << 29  # 512 MB moved per forward (inputs, outputs, weights): a large KernelBench level-1 problem
 
 
-def run_gpu_tests() -> list[str]:
+class Report:
+    """The markdown report, written as it grows: each section goes to stdout and is appended to the file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+        self.path = path
+
+    def add(self, *lines: str) -> None:
+        text = "\n".join(lines) + "\n"
+        print(text, end="", flush=True)
+        with open(self.path, "a") as file:
+            file.write(text)
+
+
+class Deadline:
+    def __init__(self, budget_s: float) -> None:
+        self.budget_s, self.started = budget_s, time.perf_counter()
+
+    def spent(self) -> float:
+        return time.perf_counter() - self.started
+
+    def left(self) -> float:
+        return self.budget_s - self.spent()
+
+
+_CHILD_CHECK = """
+import importlib, shutil, sys
+missing = []
+for name in ("torch", "torch.utils.cpp_extension", "harness.child.main"):
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        missing.append(f"{name}: {type(exc).__name__}: {exc}")
+if not shutil.which("ninja"):
+    missing.append("ninja: not on the child's PATH (load_inline needs it)")
+if not missing and sys.argv[1] == "cuda":
+    import torch
+    if not torch.cuda.is_available():
+        missing.append("torch.cuda.is_available() is False in the child")
+print("\\n".join(missing))
+"""
+
+
+def child_environment_check() -> list[str]:
+    """What a child started with the harness's clean environment cannot import or see (empty: all good). The
+    harness passes no PYTHONPATH through but its own code's folder, so packages the parent reaches only through
+    PYTHONPATH are missing in every child."""
+    from harness.isolation.sandbox import child_environment
+
+    with tempfile.TemporaryDirectory(prefix="kw-gpu-check-env-") as scratch:
+        env = child_environment(Path(scratch), 1, "gpu-check", gpu=DEVICE == "cuda")
+        done = subprocess.run([sys.executable, "-c", _CHILD_CHECK, DEVICE], env=env, cwd=scratch,
+                              capture_output=True, text=True, timeout=300)
+    problems = [line for line in done.stdout.splitlines() if line.strip()]
+    if done.returncode != 0:
+        problems.append(f"the check itself exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    if problems and os.environ.get("PYTHONPATH"):
+        problems.append(f"the parent's PYTHONPATH ({os.environ['PYTHONPATH']}) is not passed to children: install "
+                        "those packages into this interpreter's environment instead")
+    return problems
+
+
+def run_gpu_tests(timeout_s: float) -> list[str]:
+    """`pytest -m gpu` with its output streamed to stderr as it runs; killed (its whole process group) after
+    timeout_s. The report section: exit status, seconds and the last lines."""
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"],
-                          capture_output=True, text=True)
-    tail = done.stdout.strip().splitlines()[-15:]
-    return ["## GPU tests", "", f"`pytest -m gpu`: exit {done.returncode} in {time.perf_counter() - started:.0f} s",
-            "", "```", *tail, "```", ""]
+    process = subprocess.Popen([sys.executable, "-u", "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    killed = threading.Event()
+
+    def kill() -> None:
+        killed.set()
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    timer = threading.Timer(max(timeout_s, 1.0), kill)
+    timer.start()
+    tail: collections.deque[str] = collections.deque(maxlen=15)
+    assert process.stdout is not None
+    for line in process.stdout:
+        print(line, end="", file=sys.stderr, flush=True)
+        tail.append(line.rstrip("\n"))
+    code = process.wait()
+    timer.cancel()
+    status = f"killed at the budget's limit ({timeout_s:.0f} s)" if killed.is_set() else f"exit {code}"
+    return ["## GPU tests", "", f"`pytest -m gpu`: {status} in {time.perf_counter() - started:.0f} s", "", "```",
+            *tail, "```", ""]
 
 
 def scaled_up(problem: Problem) -> Problem | None:
@@ -64,32 +157,56 @@ def scaled_up(problem: Problem) -> Problem | None:
     return problem_from_source(source, f"{problem.name}_large", level=problem.level, problem_id=problem.problem_id)
 
 
-DEVICE = "cuda"  # `--device cpu` runs the whole script on the CPU pairs: a smoke test of the script itself
+DEVICE = "cuda"  # `--device cpu` runs the whole script on the CPU pairs: a smoke test of this script
+POLICY = EvalPolicy()  # --smoke: a 0.05 s timing budget
 
 
-def fidelity(pairs: list[str] | None) -> tuple[list[str], list[float]]:
-    rows = ["## Timing fidelity (kernelwright vs do_bench, same process)", "",
-            "| pair | kernelwright speedups (2 evals) | spread | cached eval s | do_bench ref / cand ms | do_bench "
-            "speedup | ratio | clock | checked calls |", "|---|---|---|---|---|---|---|---|---|"]
-    ratios: list[float] = []
+def selected_pairs(pairs: list[str] | None) -> list[tuple[Problem, Path]]:
+    chosen = []
     for problem in bundled_problems():
         if pairs and not any(p.lower() in (problem.name.lower(), problem.key.lower()) for p in pairs):
             continue
         try:
-            path = bundled_candidate(problem, DEVICE)
+            chosen.append((problem, bundled_candidate(problem, DEVICE)))
         except Exception:
             continue
-        for variant in (problem, scaled_up(problem)):
-            if variant is None:
-                continue
-            rows.append(_fidelity_row(variant, path, ratios))
-            print(rows[-1], flush=True)
-    return rows + [""], ratios
+    return chosen
+
+
+def fidelity(report: Report, pairs: list[str] | None, large: bool, deadline: Deadline,
+             reserve_s: float) -> list[float]:
+    """The table, a row appended as each is done: every pair at its own size, then the large variants; a row that
+    would not end before the deadline (less reserve_s) is skipped, and the report says which."""
+    report.add("## Timing fidelity (kernelwright vs do_bench, same process)", "",
+               "| pair | kernelwright speedups (2 evals) | spread | cached eval s | do_bench ref / cand ms | do_bench "
+               "speedup | ratio | clock | checked calls |", "|---|---|---|---|---|---|---|---|---|")
+    chosen = selected_pairs(pairs)
+    work = list(chosen)
+    if large:
+        work += [(variant, path) for problem, path in chosen if (variant := scaled_up(problem)) is not None]
+    ratios: list[float] = []
+    skipped: list[str] = []
+    seconds = {"own": 0.0, "large": 0.0}  # the longest row of each kind so far
+    for problem, path in work:
+        kind = "large" if problem.name.endswith("_large") else "own"
+        # before the first large row, guess 4 own-size rows (ReLU_large: 59 s cached on an H100, 7 pairs in 9 min)
+        expected = seconds[kind] or 4 * seconds["own"]
+        if deadline.left() - reserve_s < expected:
+            skipped.append(problem.name)
+            continue
+        started = time.perf_counter()
+        report.add(_fidelity_row(problem, path, ratios))
+        seconds[kind] = max(seconds[kind], time.perf_counter() - started)
+    if skipped:
+        report.add("", f"budget: {deadline.budget_s:.0f} s (--budget-s) would have run out; skipped "
+                   f"{len(skipped)}: {', '.join(skipped)}")
+    report.add("")
+    return ratios
 
 
 def _fidelity_row(problem: Problem, path: Path, ratios: list[float]) -> str:
     source = path.read_text()
-    evaluations = [evaluate(problem, source, DEVICE, EvalPolicy()) for _ in range(2)]
+    evaluations = [evaluate(problem, source, DEVICE, POLICY) for _ in range(2)]
     speedups = [e.speedup for e in evaluations if e.accepted and e.speedup]
     if len(speedups) < 2:
         return f"| {problem.name} | {evaluations[-1].verdict.value}: {(evaluations[-1].reasons or [''])[0][:120]} |"
@@ -120,7 +237,7 @@ def optimize_round_trip() -> list[str]:
     file.write_text(json.dumps(script))
     started = time.perf_counter()
     try:
-        result = run_optimize("relu", OptimizeConfig(device=DEVICE, rounds=2, patience=2),
+        result = run_optimize("relu", OptimizeConfig(device=DEVICE, rounds=2, patience=2, policy=POLICY),
                               ModelSpec(model=f"scripted:{file}"), None)
     except Exception as exc:  # the report says what failed; the rest of the check still counts
         return ["## Scripted optimize round trip", "", f"failed: {type(exc).__name__}: {exc}", ""]
@@ -141,29 +258,42 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-tests", action="store_true", help="skip the GPU tests")
     parser.add_argument("--pairs", nargs="*", help="bundled pairs to time (default: all with a CUDA candidate)")
+    parser.add_argument("--skip-large", action="store_true", help="only each pair's own size")
+    parser.add_argument("--budget-s", type=float, default=540.0,
+                        help="overall deadline: pairs that would end after it are skipped (default 540)")
     parser.add_argument("--device", default="cuda", choices=["cuda", "cpu"],
                         help="cpu: the same report on the CPU pairs (a smoke test of this script)")
+    parser.add_argument("--smoke", action="store_true", help="that the script runs: no tests, ReLU only at its "
+                        "own size, a 0.05 s timing budget (its figures mean nothing)")
     args = parser.parse_args()
-    global DEVICE
+    global DEVICE, POLICY
     DEVICE = args.device
+    if args.smoke:
+        args.skip_tests, args.skip_large, args.pairs = True, True, args.pairs or ["relu"]
+        POLICY = EvalPolicy(timing_budget_s=0.05)
     if DEVICE == "cuda" and not torch.cuda.is_available():
         sys.exit("gpu-check needs a CUDA GPU visible to torch (torch.cuda.is_available() is False)")
-    started = time.perf_counter()
-    lines = header()
-    if not args.skip_tests:
-        lines += run_gpu_tests()
-    rows, ratios = fidelity(args.pairs)
-    lines += rows
-    if ratios:
-        lines += [f"ratio kernelwright / do_bench: median {statistics.median(ratios):.3f}, range "
-                  f"{min(ratios):.3f}-{max(ratios):.3f} over {len(ratios)} pairs", ""]
-    lines += optimize_round_trip()
-    lines.append(f"gpu-check took {time.perf_counter() - started:.0f} s")
-    report = "\n".join(lines)
+    deadline = Deadline(args.budget_s)
+    missing = child_environment_check()
+    if missing:
+        sys.exit("gpu-check: a child process with the harness's clean environment cannot run evaluations:\n  "
+                 + "\n  ".join(missing))
     out = home() / ("gpu-check.md" if DEVICE == "cuda" else "gpu-check-cpu-smoke.md")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(report + "\n")
-    print(report)
+    report = Report(out)
+    print(f"report: {out} (written as each section completes)", file=sys.stderr)
+    report.add(*header(), f"budget {args.budget_s:.0f} s; the child environment check passed", "")
+    round_trip_s = 60.0 if not args.smoke else 0.0  # kept for the optimize round trip
+    if not args.skip_tests:
+        report.add(*run_gpu_tests(min(0.4 * args.budget_s, deadline.left() - round_trip_s)))
+    ratios = fidelity(report, args.pairs, not args.skip_large, deadline, round_trip_s)
+    if ratios:
+        report.add(f"ratio kernelwright / do_bench: median {statistics.median(ratios):.3f}, range "
+                   f"{min(ratios):.3f}-{max(ratios):.3f} over {len(ratios)} pairs", "")
+    if deadline.left() > round_trip_s / 2:
+        report.add(*optimize_round_trip())
+    else:
+        report.add("## Scripted optimize round trip", "", f"skipped: {deadline.left():.0f} s of the budget left", "")
+    report.add(f"gpu-check took {deadline.spent():.0f} s (budget {args.budget_s:.0f} s)")
     print(f"\nreport written to {out}", file=sys.stderr)
 
 
