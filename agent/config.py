@@ -25,6 +25,9 @@ class OptimizeConfig(BaseModel):
                                                        "allow); candidates are still timed one at a time.")
     executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or ray_address).")
     ray_address: str | None = Field(None, description="An existing Ray cluster to evaluate on.")
+    repair_attempts: int = Field(2, ge=0, description="Direct fixes per candidate whose build or run failed "
+                                 "(compile_error, runtime_error): the coder gets its kernel and the error back, "
+                                 "before the judge is asked; 0 sends every failure to the judge.")
     max_llm_failures: int = Field(3, ge=1, description="Stop the run (status failed) after this many LLM calls "
                                                        "in a row fail.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")

@@ -13,7 +13,7 @@ from agent.config import OptimizeConfig
 from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
 from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
-from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
+from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages, repair_messages
 from agent.recorder import RunRecorder
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
@@ -24,6 +24,7 @@ from rewards import select_exemplars
 
 Progress = Callable[[str], None]
 T = TypeVar("T")
+_REPAIRABLE = ("compile_error", "runtime_error")  # failures a direct fix with the error in hand can address
 
 
 class _Failing(Exception):
@@ -84,7 +85,37 @@ class Optimizer:
         self._check_endpoint()
         sources = self._write_round(round_, advice, focus)
         self._check_endpoint()
-        return self._evaluate_round(round_, sources)
+        outcomes = self._evaluate_round(round_, sources)
+        for outcome in list(outcomes):
+            outcomes += self._repair(round_, outcome)
+        return outcomes
+
+    def _repair(self, round_: int, outcome: Outcome) -> list[Outcome]:
+        """Direct fixes of a candidate that failed to build or run: the coder gets its kernel and the error back,
+        up to `repair_attempts` times, before the judge is asked; every attempt is evaluated and recorded. A
+        fix that repeats a kernel already tried, or a reply without a file, ends the chain."""
+        repairs: list[Outcome] = []
+        failed, tried = outcome.attempt, {candidate_hash(outcome.attempt.source)}
+        for repair in range(1, self.config.repair_attempts + 1):
+            if failed.verdict not in _REPAIRABLE or self.recorder.stopped:
+                break
+            self._check_endpoint()
+            self.say(f"round {round_ + 1}: candidate {outcome.slot + 1} {failed.verdict}; asking for fix {repair}")
+            started = time.perf_counter()
+            reply = self._ask(self.coder, round_, f"repair{repair}", outcome.slot,
+                              repair_messages(self.problem, self.config.device, failed))
+            self.seconds["llm_wait"] += time.perf_counter() - started
+            source = self._candidate(reply)
+            if isinstance(source, Attempt):
+                repairs.append(Outcome(round_, outcome.slot, source, repair=repair))
+                break
+            if candidate_hash(source) in tried:
+                break
+            tried.add(candidate_hash(source))
+            fixed = self._evaluate_round(round_, [source], slot=outcome.slot, repair=repair)[0]
+            repairs.append(fixed)
+            failed = fixed.attempt
+        return repairs
 
     def _report_round(self, round_: int, outcomes: list[Outcome], best: Outcome | None, seconds: float) -> None:
         verdicts = ", ".join(o.attempt.verdict + (f" {o.attempt.speedup:.2f}x" if o.attempt.speedup else "")
@@ -162,7 +193,11 @@ class Optimizer:
         return sources
 
     def _write(self, round_: int, slot: int, messages: list[Message]) -> str | Attempt:
-        reply = self._ask(self.coder, round_, "coder", slot, messages)
+        return self._candidate(self._ask(self.coder, round_, "coder", slot, messages))
+
+    @staticmethod
+    def _candidate(reply: str | None) -> str | Attempt:
+        """The kernel file in a coder's reply, or the attempt that says why there is none."""
         if reply is None:
             return Attempt(source="", verdict=Unjudged.LLM_ERROR.value, reasons=["the coder call failed (see the transcript)"])
         try:
@@ -170,12 +205,15 @@ class Optimizer:
         except ParseError as exc:
             return Attempt(source=reply[-2000:], verdict=Unjudged.UNPARSEABLE.value, reasons=[str(exc)])
 
-    def _evaluate_round(self, round_: int, sources: list[str | Attempt]) -> list[Outcome]:
-        """Every new kernel of the round goes to the executor at once; identical kernels are evaluated once."""
+    def _evaluate_round(self, round_: int, sources: list[str | Attempt], slot: int = 0,
+                        repair: int = 0) -> list[Outcome]:
+        """Every new kernel of the round goes to the executor at once; identical kernels are evaluated once.
+        `slot`: the first source's slot (a repair evaluates one source of a given slot)."""
+        first_slot = slot
         started = time.perf_counter()
         known: dict[str, Evaluation] = {}
         pending: dict[str, Future[Evaluation]] = {}
-        for slot, source in enumerate(sources):
+        for slot, source in enumerate(sources, first_slot):
             if isinstance(source, Attempt):
                 continue
             digest = candidate_hash(source)
@@ -185,15 +223,15 @@ class Optimizer:
             if stored is not None:
                 known[digest] = stored
             else:
-                self.say(f"round {round_ + 1}: evaluating candidate {slot + 1}")
+                self.say(f"round {round_ + 1}: evaluating candidate {slot + 1}" + (f", fix {repair}" if repair else ""))
                 pending[digest] = self.executor.submit(EvalTask(self.problem.key, self.problem, source,
                                                                 self.config.device, self.config.policy))
         outcomes, recorded = [], set(known)
-        for slot, source in enumerate(sources):
+        for slot, source in enumerate(sources, first_slot):
             if isinstance(source, Attempt):
-                outcomes.append(Outcome(round_, slot, source))
+                outcomes.append(Outcome(round_, slot, source, repair=repair))
                 continue
-            path = self.recorder.save_candidate(round_, slot, source)
+            path = self.recorder.save_candidate(round_, slot, source, repair)
             digest = candidate_hash(source)
             if digest not in known:
                 known[digest] = pending[digest].result()
@@ -202,7 +240,7 @@ class Optimizer:
                 recorded.add(digest)
                 self.seconds["compile"] += build_seconds(evaluation)  # with 2+ workers, the prebuild's
                 self.recorder.evaluation(round_, slot, source, evaluation)
-            outcomes.append(Outcome(round_, slot, _attempt(source, evaluation), evaluation, str(path)))
+            outcomes.append(Outcome(round_, slot, _attempt(source, evaluation), evaluation, str(path), repair))
         self.seconds["evaluation"] += time.perf_counter() - started
         return outcomes
 
@@ -249,10 +287,12 @@ def _attempt(source: str, evaluation: Evaluation) -> Attempt:
 
 
 def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
-    """What the judge reads next: the round's best kernel, else its first failure that has code to look at."""
+    """What the judge reads next: the round's best kernel, else the first slot's last failure that has code to
+    look at (after its repairs, the latest kernel and error)."""
     if best is not None:
         return best.attempt
-    return next((o.attempt for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR), None)
+    failures = [o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR and o.attempt.source]
+    return min(failures, key=lambda o: (o.slot, -o.repair)).attempt if failures else None
 
 
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:

@@ -18,6 +18,7 @@ class Outcome:
     attempt: Attempt
     evaluation: Evaluation | None = None
     path: str | None = None
+    repair: int = 0  # 0: the round's own candidate; n: its n-th direct fix after a failed build or run
 
 
 @dataclass

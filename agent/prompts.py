@@ -116,6 +116,18 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | None, pr
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
+def repair_messages(problem: Problem, device: str, failed: Attempt) -> list[Message]:
+    """A direct fix: the kernel that failed to build or run, its error, and the request to fix only that."""
+    what = "did not build" if failed.verdict == "compile_error" else "failed while running"
+    parts = [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
+             f"{problem.source.strip()}\n```", device_contract(device), RULES,
+             f"Your kernel {what}:\n```python\n{failed.source.strip()}\n```\n{failed.summary()}",
+             "Fix the error above and reply with the whole corrected file. Keep the approach; change what the error "
+             "requires (and any other line with the same mistake)."]
+    return [{"role": "system", "content": "You write fast, correct kernels for PyTorch programs."},
+            {"role": "user", "content": "\n\n".join(parts)}]
+
+
 def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str) -> list[Message]:
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
             if attempt.verdict != "accepted" else

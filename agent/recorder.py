@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent.llm import LLMReply, Message
 from agent.run_spec import ProblemRef, RunSpec, code_version
+from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.records import Evaluation
 from kernelbench.problem import Problem
@@ -71,8 +72,9 @@ class RunRecorder:
         with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
             transcript.write(json.dumps(entry) + "\n")
 
-    def save_candidate(self, round_: int, slot: int, source: str) -> Path:
-        path = self.folder / "candidates" / f"round{round_ + 1}_candidate{slot + 1}.py"
+    def save_candidate(self, round_: int, slot: int, source: str, repair: int = 0) -> Path:
+        fix = f"_repair{repair}" if repair else ""
+        path = self.folder / "candidates" / f"round{round_ + 1}_candidate{slot + 1}{fix}.py"
         path.write_text(source)
         return path
 
@@ -133,8 +135,10 @@ class RunRecorder:
                  "| round | candidate | verdict | speedup | first reason |", "|---|---|---|---|---|"]
         for o in result.outcomes:
             speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
-            reason = (o.attempt.reasons[0] if o.attempt.reasons else "").replace("|", "\\|").replace("\n", " ")[:160]
-            lines.append(f"| {o.round + 1} | {o.slot + 1} | {o.attempt.verdict} | {speed} | {reason} |")
+            first = headline(o.attempt.reasons[0], o.attempt.source, 160) if o.attempt.reasons else ""
+            reason = first.replace("|", "\\|").replace("\n", " ")
+            slot = f"{o.slot + 1}" + (f" (repair {o.repair})" if o.repair else "")
+            lines.append(f"| {o.round + 1} | {slot} | {o.attempt.verdict} | {speed} | {reason} |")
         if result.message:
             lines += ["", f"Stopped: {result.message}"]
         if result.best:

@@ -4,7 +4,9 @@
                  {"purpose": "judge", "content": "{\"diagnosis\": ..., \"change\": ...}"}]}
 
 Each call takes the first unused reply with the call's purpose whose `problem` (optional) appears in the last
-user message: in order, or matched to the problem.
+user message: in order, or matched to the problem. A repair call (purpose `repair1`, `repair2`, ...: a direct fix
+after a failed build or run) takes the first unused `repair` reply, else the next `coder` reply, so a script
+written as a model's sequence of files needs no repair entries.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from agent.llm import LLMError, LLMReply, Message, Usage
 
 BUNDLED_SCRIPTS = Path(__file__).parent / "scripts"
+_PURPOSES = ("coder", "judge", "repair")
 
 
 class ScriptedModel:
@@ -25,10 +28,11 @@ class ScriptedModel:
         try:
             data = json.loads(path.read_text())
             self.replies = [dict(r) for r in data["replies"]]
-            assert all(isinstance(r["content"], str) and r.get("purpose") in ("coder", "judge") for r in self.replies)
+            assert all(isinstance(r["content"], str) and r.get("purpose") in _PURPOSES for r in self.replies)
         except (OSError, ValueError, KeyError, TypeError, AssertionError) as exc:
             raise ValueError(f"{path}: not a script of replies ({exc}); expected "
-                             '{"replies": [{"purpose": "coder"|"judge", "content": "...", "problem": "optional"}]}')
+                             '{"replies": [{"purpose": "coder"|"judge"|"repair", "content": "...", '
+                             '"problem": "optional"}]}')
         self.used = [False] * len(self.replies)
         self.name = "scripted"
         self.sequential = True  # replies are matched in call order: the loop asks one call at a time
@@ -39,6 +43,11 @@ class ScriptedModel:
             return self._first_unused(messages, purpose)
 
     def _first_unused(self, messages: list[Message], purpose: str) -> dict[str, str] | None:
+        if purpose.startswith("repair"):
+            return self._first_of(messages, "repair") or self._first_of(messages, "coder")
+        return self._first_of(messages, purpose)
+
+    def _first_of(self, messages: list[Message], purpose: str) -> dict[str, str] | None:
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         for index, reply in enumerate(self.replies):
             if self.used[index] or reply["purpose"] != purpose:

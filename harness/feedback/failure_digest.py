@@ -186,6 +186,24 @@ def digest_reason(reason: str, source: str | None = None, budget: int = DEFAULT_
     return reason if len(reason) <= budget else reason[:budget - 20] + " ... (cut)"
 
 
+def headline(reason: str, source: str | None = None, limit: int = 200) -> str:
+    """One line for a table: a build's first compiler error (at the candidate's line where it maps), a
+    traceback's exception, else the reason's first line."""
+    if reason.startswith(_BUILD_HEADERS) or "Traceback (most recent call last)" in reason:
+        errors = _with_notes(compiler_diagnostics(reason))
+        if errors:
+            first = errors[0]
+            first.where = map_to_candidate(first, candidate_strings(source) if source else [])
+            line = first.render().split("\n", 1)[0]
+        else:
+            lines = [text for text in reason.strip().splitlines() if text.strip()]
+            exceptions = [text for text in lines if re.match(r"^[\w.]+(Error|Exception|Interrupt)\b", text)]
+            line = (exceptions or lines or [""])[-1]
+    else:
+        line = reason.strip().split("\n", 1)[0]
+    return line if len(line) <= limit else line[:limit - 4].rsplit(" ", 1)[0] + " ..."
+
+
 def _with_notes(diagnostics: list[Diagnostic], notes_per_error: int = 2) -> list[Diagnostic]:
     """The errors, each with the first notes that follow it folded into its context (`candidate: ...`)."""
     errors: list[Diagnostic] = []

@@ -47,3 +47,21 @@ def test_a_real_build_error_reaches_the_next_prompt(tmp_path: Path) -> None:
     after_the_build = [c.messages[-1]["content"] for c in calls[1:]]
     assert after_the_build and all(ERROR_LINE in prompt for prompt in after_the_build)
     assert f"(line {checked_line} of your file)" in after_the_build[0]
+
+
+def test_a_model_with_extension_h_habits_is_repaired_without_a_judge_round(tmp_path: Path) -> None:
+    """The fix the compiler itself suggests (STD_TORCH_CHECK), written in the repair call: accepted in round 1,
+    and the judge is never asked."""
+    bad = torch_check_kernel().replace("kw_relu_check", "kw_relu_fix")
+    fixed = bad.replace("TORCH_CHECK(", "STD_TORCH_CHECK(")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": [coder_reply(bad), coder_reply(fixed)]}))
+    db = f"sqlite:///{tmp_path / 'repair.db'}"
+    config = OptimizeConfig(device="cpu", rounds=1, policy=EvalPolicy(timing_budget_s=0.1))
+    summary = run_optimize("relu", config, ModelSpec(model=f"scripted:{script}"), db, executor=EvaluatingExecutor())
+    assert summary["best"] is not None and summary["best"]["verdict"] == "accepted", summary
+    with open_store(db)() as session:
+        calls = list(session.scalars(select(LLMCallRow).order_by(LLMCallRow.id)))
+        verdicts = [row.verdict for row in session.scalars(select(EvaluationRow).order_by(EvaluationRow.id))]
+    assert [c.purpose for c in calls] == ["coder", "repair1"] and verdicts == ["compile_error", "accepted"]
+    assert ERROR_LINE in calls[1].messages[-1]["content"]
