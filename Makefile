@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-gpu gpu-check bench bench-fidelity bench-hardening bench-sweep clean
+.PHONY: setup demo test test-gpu gpu-check bench bench-fidelity bench-hardening bench-sweep bench-smoke clean
 
 setup: $(STAMP)
 
@@ -53,6 +53,15 @@ bench-hardening: setup
 
 bench-sweep: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_sweep.py
+
+# every benchmark's smoke mode: that each runs to its report (seconds each; tests/benchmarks runs the same)
+bench-smoke: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_eval.py --smoke
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_sweep.py --smoke
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_fidelity.py --device cpu --smoke
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_hardening.py --smoke
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/cuda_l1_static.py --smoke
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/gpu_check.py --device cpu --smoke
 
 clean:
 	rm -rf $(VENV) runs/builds runs/scratch
