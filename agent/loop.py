@@ -12,8 +12,9 @@ from typing import Callable, TypeVar
 from agent.config import OptimizeConfig
 from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
 from agent.outcomes import Outcome, RunResult
-from agent.parse import JudgeAdvice, ParseError, extract_candidate, parse_judge
-from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages, repair_messages
+from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candidate, parse_judge
+from agent.prompts import (Attempt, Exemplar, coder_messages, judge_messages, judge_retry_messages,
+                           repair_messages)
 from agent.recorder import RunRecorder
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
@@ -42,6 +43,7 @@ class Optimizer:
         self.failures_in_a_row = 0
         self.fatal: str | None = None
         self.last_error = ""
+        self.notes: list[str] = []
         self.lock = threading.Lock()
 
     def run(self) -> RunResult:
@@ -77,8 +79,11 @@ class Optimizer:
             if best is not None and stale >= self.config.patience:
                 status = "converged"
                 break
+        if status == "finished" and outcomes and all(o.evaluation is None for o in outcomes):
+            status, message = "no_kernel", _no_kernel_message(outcomes)
+            self.say(f"no kernel: {message}")
         self.seconds["wall"] = time.perf_counter() - self.started
-        return RunResult(status, best, outcomes, dict(self.seconds), message)
+        return RunResult(status, best, outcomes, dict(self.seconds), message, self.notes)
 
     def _round(self, round_: int, focus: Attempt | None) -> list[Outcome]:
         advice = self._advise(round_, focus) if focus else None
@@ -165,19 +170,38 @@ class Optimizer:
         self.recorder.llm_call(round_, purpose, slot, model.name, messages, reply, None)
         return reply.content
 
-    def _advise(self, round_: int, focus: Attempt) -> JudgeAdvice | None:
-        hardware = self.recorder.hardware_description()
+    def _advise(self, round_: int, focus: Attempt) -> JudgeAdvice | UnusableAdvice | None:
+        """The judge's advice on `focus`. No judge for a reply that held no kernel: the coder reads why in its
+        previous attempt."""
+        if focus.verdict == Unjudged.UNPARSEABLE:
+            return None
+        messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description())
         started = time.perf_counter()
-        reply = self._ask(self.judge, round_, "judge", 0, judge_messages(self.problem, self.config.device, focus, hardware))
-        self.seconds["llm_wait"] += time.perf_counter() - started
-        if reply is None:
-            return None
         try:
-            return parse_judge(reply)
-        except ParseError:
-            return None
+            return self._judge(round_, messages)
+        finally:
+            self.seconds["llm_wait"] += time.perf_counter() - started
 
-    def _write_round(self, round_: int, advice: JudgeAdvice | None, focus: Attempt | None) -> list[str | Attempt]:
+    def _judge(self, round_: int, messages: list[Message]) -> JudgeAdvice | UnusableAdvice | None:
+        """A reply that is not the JSON asked for is asked again once (slot 1); a second one is UnusableAdvice,
+        noted in the transcript and the report. None when a call failed."""
+        reply = self._ask(self.judge, round_, "judge", 0, messages)
+        try:
+            return parse_judge(reply) if reply is not None else None
+        except ParseError as first:
+            self.say(f"round {round_ + 1}: the judge's reply could not be parsed ({first}); asking again")
+            again = self._ask(self.judge, round_, "judge", 1, judge_retry_messages(messages, reply or "", str(first)))
+        try:
+            return parse_judge(again) if again is not None else None
+        except ParseError as second:
+            note = (f"round {round_ + 1}: the judge's reply could not be parsed, twice ({second}); the coder got "
+                    "no advice")
+            self.notes.append(note)
+            self.recorder.note(round_, "judge", note)
+            return UnusableAdvice(str(second))
+
+    def _write_round(self, round_: int, advice: JudgeAdvice | UnusableAdvice | None,
+                     focus: Attempt | None) -> list[str | Attempt]:
         """The round's coder calls are independent: they run at the same time (a replaying model, whose replies
         are matched in call order, is asked one call at a time)."""
         exemplars = [Exemplar(source, speedup) for source, speedup in
@@ -293,6 +317,16 @@ def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
         return best.attempt
     failures = [o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR and o.attempt.source]
     return min(failures, key=lambda o: (o.slot, -o.repair)).attempt if failures else None
+
+
+def _no_kernel_message(outcomes: list[Outcome]) -> str:
+    """Why a run that never evaluated anything has no kernel: how many replies held no file, how many calls
+    failed."""
+    unparseable = sum(o.attempt.verdict == Unjudged.UNPARSEABLE for o in outcomes)
+    failed = sum(o.attempt.verdict == Unjudged.LLM_ERROR for o in outcomes)
+    return (f"the model produced no kernel to evaluate: {unparseable} of {len(outcomes)} replies had no complete "
+            f"```python block defining ModelNew (a refusal or a cut-off reply), {failed} call(s) failed; see the "
+            "transcript")
 
 
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:

@@ -27,4 +27,6 @@ class RunResult:
     best: Outcome | None
     outcomes: list[Outcome] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
-    message: str | None = None  # why a `failed` run stopped
+    message: str | None = None  # why a `failed` or `no_kernel` run stopped
+    notes: list[str] = field(default_factory=list)  # what the report should say besides the table (a judge
+    # reply that could not be parsed, say)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,6 +43,14 @@ class JudgeAdvice(BaseModel):
     expected_effect: str = ""
 
 
+@dataclass(frozen=True)
+class UnusableAdvice:
+    """The judge answered twice without the JSON asked for: the coder is told it has no advice, and the report
+    says why."""
+
+    reason: str
+
+
 def _json_objects(text: str) -> list[str]:
     """Balanced {...} spans, outermost first, scanning strings correctly."""
     spans, depth, start, in_string, escaped = [], 0, -1, False, False
@@ -65,8 +74,9 @@ def _json_objects(text: str) -> list[str]:
 
 
 def parse_judge(reply: str) -> JudgeAdvice:
-    """JSON (bare, fenced, or embedded in prose); failing that, `Diagnosis:`/`Change:` lines; failing that, the
-    whole reply as the change, so a chatty judge still steers the coder."""
+    """JSON (bare, fenced, or embedded in prose) with `diagnosis` and `change`; failing that, `Diagnosis:` and
+    `Change:` lines. Anything else (prose, code, a list, other keys, nothing) is a ParseError that says what was
+    wrong: the loop asks once more, and never passes raw text on as the change."""
     for candidate in [b for _, b in _FENCE.findall(reply)] + _json_objects(reply):
         try:
             data = json.loads(candidate)
@@ -81,7 +91,6 @@ def parse_judge(reply: str) -> JudgeAdvice:
     change = re.search(r"change\s*[:\-]\s*(.+)", reply, re.IGNORECASE)
     if diagnosis and change:
         return JudgeAdvice(diagnosis=diagnosis.group(1).strip(), change=change.group(1).strip())
-    text = reply.strip()
-    if not text:
-        raise ParseError("the judge's reply is empty")
-    return JudgeAdvice(diagnosis="(free-form reply; no JSON)", change=text[:2000])
+    if not reply.strip():
+        raise ParseError("the reply is empty")
+    raise ParseError("the reply has no JSON object with string fields `diagnosis` and `change`")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.llm import Message
-from agent.parse import JudgeAdvice
+from agent.parse import JudgeAdvice, UnusableAdvice
 from harness.feedback.failure_digest import digest_reason
 from harness.feedback.ncu import render_for_judge
 from kernelbench.problem import Problem
@@ -47,6 +47,10 @@ RULES = """Rules the harness enforces (a violation is rejected, never accepted):
   introspection, fast-math or lower precision than the reference. Build parameters identically to `Model`
   (same modules created in the same order) so the weights match.
 - Reply with your reasoning, then the whole file in one ```python code block."""
+
+
+JUDGE_SCHEMA = json.dumps({"diagnosis": "what is wrong or what limits speed", "change": "one concrete change",
+                           "expected_effect": "what it should do"})
 
 
 @dataclass
@@ -99,8 +103,8 @@ class Exemplar:
     speedup: float
 
 
-def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | None, previous: Attempt | None,
-                   exemplars: list[Exemplar]) -> list[Message]:
+def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
+                   previous: Attempt | None, exemplars: list[Exemplar]) -> list[Message]:
     parts = [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
              f"{problem.source.strip()}\n```", device_contract(device), RULES]
     if exemplars:
@@ -110,8 +114,12 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | None, pr
                      f"a few sentences why the faster ones are faster.\n\n{shown}")
     if previous is not None:
         parts.append(f"Your previous attempt:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
-    if advice is not None:
-        parts.append(f"The reviewer's diagnosis: {advice.diagnosis}\nMake this change: {advice.change}")
+    if isinstance(advice, UnusableAdvice):
+        parts.append(f"The reviewer's answer could not be parsed ({advice.reason}), so no change was prescribed: "
+                     "improve the kernel on your own judgement.")
+    elif advice is not None:
+        effect = f"\nExpected effect: {advice.expected_effect}" if advice.expected_effect else ""
+        parts.append(f"The reviewer's diagnosis: {advice.diagnosis}\nMake this change: {advice.change}{effect}")
     return [{"role": "system", "content": "You write fast, correct kernels for PyTorch programs."},
             {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -132,10 +140,15 @@ def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: st
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
             if attempt.verdict != "accepted" else
             "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
-    schema = json.dumps({"diagnosis": "what is wrong or what limits speed", "change": "one concrete change",
-                         "expected_effect": "what it should do"})
     content = (f"Problem:\n```python\n{problem.source.strip()}\n```\n\nCandidate kernel:\n```python\n"
                f"{attempt.source.strip()}\n```\n\nEvaluation on {device} ({hardware}):\n{attempt.summary()}\n\n"
-               f"{mode}\nAnswer with JSON only: {schema}")
+               f"{mode}\nAnswer with JSON only: {JUDGE_SCHEMA}")
     return [{"role": "system", "content": "You review GPU/CPU kernels. You prescribe exactly one change."},
             {"role": "user", "content": content}]
+
+
+def judge_retry_messages(asked: list[Message], reply: str, error: str) -> list[Message]:
+    """The judge's conversation once more, after a reply that was not the JSON asked for."""
+    return [*asked, {"role": "assistant", "content": reply},
+            {"role": "user", "content": f"That answer could not be used: {error}. Answer again with one JSON "
+                                        f"object only, no prose and no code: {JUDGE_SCHEMA}"}]

@@ -72,6 +72,14 @@ class RunRecorder:
         with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
             transcript.write(json.dumps(entry) + "\n")
 
+    def note(self, round_: int, purpose: str, text: str) -> None:
+        """A line in the transcript that is no LLM call: what the loop made of one (a judge reply it could not
+        parse, say)."""
+        if self.stopped:
+            return
+        with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
+            transcript.write(json.dumps({"round": round_, "purpose": purpose, "note": text}) + "\n")
+
     def save_candidate(self, round_: int, slot: int, source: str, repair: int = 0) -> Path:
         fix = f"_repair{repair}" if repair else ""
         path = self.folder / "candidates" / f"round{round_ + 1}_candidate{slot + 1}{fix}.py"
@@ -141,6 +149,8 @@ class RunRecorder:
             lines.append(f"| {o.round + 1} | {slot} | {o.attempt.verdict} | {speed} | {reason} |")
         if result.message:
             lines += ["", f"Stopped: {result.message}"]
+        if result.notes:
+            lines += ["", "Notes:", *(f"- {note}" for note in result.notes)]
         if result.best:
             lines += ["", f"Best: round {result.best.round + 1}, {result.best.attempt.speedup:.3f}x, saved as `best.py`."]
         else:

@@ -180,7 +180,8 @@ def test_repeated_llm_failures_stop_the_run_as_failed(tmp_path: Path) -> None:
 
 def test_unparseable_reply_and_exhausted_script_are_failed_attempts_not_crashes(tmp_path: Path) -> None:
     summary, _, _ = _run(tmp_path, [{"purpose": "coder", "content": "I refuse."}], rounds=2)
-    assert summary["best"] is None and summary["status"] == "finished"
+    assert summary["best"] is None and summary["status"] == "no_kernel"
+    assert "no kernel to evaluate: 1 of 2 replies" in summary["message"]
     report = (Path(summary["folder"]) / "report.md").read_text()
     assert "unparseable" in report and "llm_error" in report
 

@@ -36,7 +36,7 @@ def test_judge_json_in_many_wrappings(reply: str) -> None:
 
 def test_judge_fallbacks() -> None:
     assert parse_judge("diagnosis - slow\nchange - faster").change == "faster"
-    free = parse_judge("Use shared memory tiles.")
-    assert free.change == "Use shared memory tiles." and "free-form" in free.diagnosis
-    with pytest.raises(ParseError):
-        parse_judge("   ")
+    for unusable in ("Use shared memory tiles.", "```python\nclass ModelNew: ...\n```", '[{"diagnosis": "d"}]',
+                     '{"problem": "slow", "fix": "tile it"}', '{"diagnosis": ["d"], "change": "c"}', "   "):
+        with pytest.raises(ParseError, match="JSON object|empty"):
+            parse_judge(unusable)
