@@ -17,7 +17,6 @@ from kernelwright import __version__
 
 if TYPE_CHECKING:
     from harness import EvalPolicy
-    from kernelwright.gate_service import GateResult
     from agent.run_spec import ModelSpec
     from kernelwright.interrupts import RunInterrupted
 
@@ -273,25 +272,31 @@ def gate_command(
     policy_level: str = typer.Option("default", "--policy", help="Static policy: strict or default."),
     workers: Optional[int] = typer.Option(None, min=1, help="Compile workers (default: cores and memory allow); "
                                                             "kernels are still timed one at a time."),
+    no_store: bool = _flag(False, "--no-store", help="Do not record the re-measurements of --solutions (those "
+                                                     "of stored kernels are always kept with them)."),
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
     from kernelwright import render
-    from kernelwright.gate_service import gate_folder, gate_store
+    from kernelwright.gate_service import GateInterrupted, gate_folder, gate_store
 
     policy = _policy(policy_level)
     try:
         with _progress("verifying") as say:
             if solutions:
                 results = gate_folder(solutions, problems_dir, device, policy, progress=say, shrink=shrink,
-                                      workers=workers)
+                                      workers=workers, problem_filter=problem, db_url=db, store=not no_store)
             else:
                 results = gate_store(db, device, policy, run, problem, progress=say, workers=workers)
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
+    except GateInterrupted as stop:
+        stderr.print(f"interrupted: the gate verified {stop.done} of {stop.total} kernels (those are stored); it "
+                     "neither passed nor failed", markup=False)
+        raise typer.Exit(130) from None
     failed = [r for r in results if not r.ok]
     if json_output:
-        typer.echo(json.dumps({"passed": not failed, "results": [_gate_json(r) for r in results]}))
+        typer.echo(json.dumps({"passed": not failed, "results": [r.as_json() for r in results]}))
     else:
         render.print_table(render.gate_table(results))
     for result in failed:
@@ -299,11 +304,6 @@ def gate_command(
                      f"{escape(result.reasons[0]) if result.reasons else ''}")
     if failed:
         raise typer.Exit(EXIT_NOT_ACCEPTED)
-
-
-def _gate_json(result: GateResult) -> dict[str, object]:
-    return {"problem": result.problem, "kernel": result.kernel, "verdict": result.verdict, "ok": result.ok,
-            "speedup": result.speedup, "reasons": result.reasons}
 
 
 def _model_spec(model: str | None, judge_model: str | None, base_url: str | None, api_key_env: str | None,

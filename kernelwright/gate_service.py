@@ -19,7 +19,9 @@ from kernelbench.matching import match_solution
 from kernelbench.shrink import shrink_problem
 from kernelbench.problem import Problem, fingerprint_source, load_problems
 from kernelwright.eval_service import UsageError
+from kernelwright.interrupts import stop_on_ctrl_c
 from store import CandidateRow, EvaluationRow, open_store, record_evaluation
+from store.results import add_evaluation
 
 Progress = Callable[[str], None]
 
@@ -31,10 +33,27 @@ class GateResult:
     verdict: str
     speedup: float | None = None
     reasons: list[str] = field(default_factory=list)
+    interval: tuple[float, float] | None = None  # the re-measured speedup's 95% interval
+    stored_speedup: float | None = None  # what the store held for this kernel on this device before the gate
+    evaluation_id: int | None = None  # where the re-measurement is stored
+    shrunk: str | None = None  # the size changes when the problem was shrunk to the CPU budget
 
     @property
     def ok(self) -> bool:
         return self.verdict == "accepted"
+
+    def as_json(self) -> dict[str, object]:
+        return {"problem": self.problem, "shrunk": self.shrunk, "kernel": self.kernel, "verdict": self.verdict,
+                "ok": self.ok, "speedup": self.speedup, "speedup_ci": list(self.interval) if self.interval else None,
+                "stored_speedup": self.stored_speedup, "evaluation_id": self.evaluation_id, "reasons": self.reasons}
+
+
+class GateInterrupted(Exception):
+    """Ctrl-C: the gate stopped early; `done` kernels were verified (and stored) before it did."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"{done}/{total}")
+        self.done, self.total = done, total
 
 
 def _stored_candidates(db_url: str | None, run_id: str | None, problem_filter: str | None) -> list[CandidateRow]:
@@ -92,24 +111,45 @@ def speedup_not_reproduced(stored: float | None, evaluation: object) -> str | No
 
 
 def _evaluate_all(work: list[tuple[Problem, str]], device: str, policy: EvalPolicy, workers: int | None,
-                  progress: Progress | None) -> list[Evaluation]:
-    """Every kernel through one executor: builds in parallel, timed one at a time; results in `work`'s order."""
+                  progress: Progress | None, on_result: Callable[[int, Evaluation], None]) -> None:
+    """Every kernel through one executor: builds in parallel, timed one at a time; `on_result(index, evaluation)`
+    as each finishes, in `work`'s order. Ctrl-C kills what is in flight at once and raises GateInterrupted (an
+    evaluation cut short is no verdict and is not recorded)."""
     executor = open_executor("local", device, workers)
+    stopped = False
+    done = 0
+
+    def stop() -> None:
+        nonlocal stopped
+        stopped = True
+
     try:
-        futures = [executor.submit(EvalTask(problem.key, problem, source, device, policy)) for problem, source in work]
-        evaluations = []
-        for index, ((problem, _), future) in enumerate(zip(work, futures)):
-            evaluations.append(future.result())
-            if progress:
-                progress(f"[{index + 1}/{len(work)}] {problem.key}: {evaluations[-1].verdict.value}")
-        return evaluations
+        with stop_on_ctrl_c(stop):
+            futures = [executor.submit(EvalTask(problem.key, problem, source, device, policy))
+                       for problem, source in work]
+            for index, ((problem, _), future) in enumerate(zip(work, futures)):
+                evaluation = future.result()
+                if stopped:
+                    raise KeyboardInterrupt
+                on_result(index, evaluation)
+                done += 1
+                if progress:
+                    progress(f"[{index + 1}/{len(work)}] {problem.label}: {evaluation.verdict.value}")
+    except KeyboardInterrupt:
+        raise GateInterrupted(done, len(work)) from None
     finally:
         executor.shutdown()
+
+
+def _interval(evaluation: Evaluation) -> tuple[float, float] | None:
+    return tuple(evaluation.speedup_ci) if evaluation.speedup_ci else None  # type: ignore[return-value]
 
 
 def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str | None = None,
                problem_filter: str | None = None, progress: Progress | None = None,
                workers: int | None = None) -> list[GateResult]:
+    """Re-verify the store's accepted kernels; each re-measurement is stored as a new evaluation of the same
+    candidate (so `runs best` counts it), as soon as it is made."""
     rows = _stored_candidates(db_url, run_id, problem_filter)
     if not rows:
         raise UsageError("no accepted kernels in the store match: nothing to verify (check --db, --run, --problem)")
@@ -120,45 +160,71 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
     for row in rows:
         tampered = _tampering(row)
         if tampered:
-            results[row.id] = GateResult(_problem_of(row).key, f"candidate {row.id}", "tampered", reasons=tampered)
+            problem = _problem_of(row)
+            results[row.id] = GateResult(problem.key, f"candidate {row.id}", "tampered", reasons=tampered,
+                                         shrunk=problem.shrunk)
         else:
             intact.append(row)
     stored = {row.id: _stored_speedup(sessions, row.id, device) for row in intact}
-    evaluations = _evaluate_all([(_problem_of(row), row.source) for row in intact], device, policy, workers, progress)
-    for row, evaluation in zip(intact, evaluations):
+
+    def keep(index: int, evaluation: Evaluation) -> None:
+        row = intact[index]
         problem = _problem_of(row)
-        record_evaluation(sessions, problem, row.source, evaluation, origin=f"gate of candidate {row.id}")
+        evaluation_id = add_evaluation(sessions, row.id, evaluation)
         unreproduced = speedup_not_reproduced(stored[row.id], evaluation)
         verdict = "unreproduced" if unreproduced else evaluation.verdict.value
         results[row.id] = GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
-                                     ([unreproduced] if unreproduced else []) + evaluation.reasons)
+                                     ([unreproduced] if unreproduced else []) + evaluation.reasons,
+                                     _interval(evaluation), stored[row.id], evaluation_id, problem.shrunk)
+
+    _evaluate_all([(_problem_of(row), row.source) for row in intact], device, policy, workers, progress, keep)
     return [results[row.id] for row in rows]
 
 
-def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
-                progress: Progress | None = None, shrink: bool = False, workers: int | None = None) -> list[GateResult]:
-    """Each solution against its problem (matched by file name); `shrink` rescales problems to the CPU budget."""
+def _matched(solutions: Path, problems_path: Path | None, problem_filter: str | None,
+             shrink: bool) -> tuple[list[Path], dict[Path, Problem]]:
+    """The solution files (those of problems matching `problem_filter`, when given) and their problems."""
     if not solutions.is_dir():
         raise UsageError(f"{solutions}: not a folder of solutions")
     problems = load_problems(problems_path or PROBLEMS_ROOT)
     files = sorted(solutions.rglob("*.py"))
     if not files:
         raise UsageError(f"{solutions}: no .py solutions found")
+    matched = {file: match_solution(problems, file, solutions) for file in files}
+    if problem_filter:
+        matched = {f: p for f, p in matched.items() if p is not None and problem_filter.lower() in p.key.lower()}
+        if not matched:
+            raise UsageError(f"no solution in {solutions} is for a problem matching --problem {problem_filter!r}")
+    kept = {f: (shrink_problem(p).problem if shrink else p) for f, p in matched.items() if p is not None}
+    return list(matched), kept
+
+
+def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
+                progress: Progress | None = None, shrink: bool = False, workers: int | None = None,
+                problem_filter: str | None = None, db_url: str | None = None,
+                store: bool = True) -> list[GateResult]:
+    """Each solution against its problem (matched by file name), only problems whose key contains
+    `problem_filter` when given; `shrink` rescales problems to the CPU budget. Every evaluation is stored (unless
+    `store` is False) as it finishes."""
+    files, matched = _matched(solutions, problems_path, problem_filter, shrink)
+    sessions = open_store(db_url) if store else None
     device = resolve_device(device)
-    matched: dict[Path, Problem] = {}
-    for file in files:
-        problem = match_solution(problems, file, solutions)
-        if problem is not None:
-            matched[file] = shrink_problem(problem).problem if shrink else problem
-    evaluations = dict(zip(matched, _evaluate_all([(p, f.read_text()) for f, p in matched.items()], device, policy,
-                                                  workers, progress)))
-    results = []
-    for file in files:
-        if file not in matched:
-            results.append(GateResult("?", str(file), "unmatched",
-                                      reasons=["no problem matches this file (name it levelN/<id>_<Name>.py)"]))
-            continue
-        evaluation = evaluations[file]
-        results.append(GateResult(matched[file].key, str(file), evaluation.verdict.value, evaluation.speedup,
-                                  evaluation.reasons))
-    return results
+    work = list(matched.items())
+    results: dict[Path, GateResult] = {}
+
+    def keep(index: int, evaluation: Evaluation) -> None:
+        file, problem = work[index]
+        evaluation_id = None
+        if sessions is not None:
+            evaluation_id = record_evaluation(sessions, problem, file.read_text(), evaluation,
+                                              origin=f"gate of {file}")
+        results[file] = GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
+                                   evaluation.reasons, _interval(evaluation), None, evaluation_id, problem.shrunk)
+
+    _evaluate_all([(p, f.read_text()) for f, p in work], device, policy, workers, progress, keep)
+    return [results.get(file) or _unmatched(file) for file in files]
+
+
+def _unmatched(file: Path) -> GateResult:
+    return GateResult("?", str(file), "unmatched",
+                      reasons=["no problem matches this file (name it levelN/<id>_<Name>.py)"])

@@ -62,6 +62,18 @@ def record_evaluation(sessions: sessionmaker[Session], problem: Problem, source:
         return row.id
 
 
+def add_evaluation(sessions: sessionmaker[Session], candidate_id: int, evaluation: Evaluation) -> int:
+    """Another evaluation of a stored candidate (a re-verification); returns its id."""
+    with sessions.begin() as session:
+        candidate = session.get(CandidateRow, candidate_id)
+        if candidate is None:
+            raise KeyError(f"no candidate {candidate_id}")
+        row = evaluation_row(candidate, evaluation)
+        session.add(row)
+        session.flush()
+        return row.id
+
+
 def load_evaluation(sessions: sessionmaker[Session], evaluation_id: int) -> Evaluation:
     with sessions() as session:
         row = session.get(EvaluationRow, evaluation_id)

@@ -98,3 +98,62 @@ def test_a_forged_speedup_is_not_reproduced() -> None:
     assert "[speedup]" in speedup_not_reproduced(9.1, measured)  # a row inserted with a better number
     assert speedup_not_reproduced(1.2, measured) is None  # inside the noise band
     assert speedup_not_reproduced(None, measured) is None
+
+
+def test_gate_of_solutions_keeps_to_problem_shows_and_stores_the_interval(tmp_path: Path) -> None:
+    from sqlalchemy import func, select
+
+    from store import EvaluationRow
+
+    solutions = tmp_path / "solutions" / "level1"
+    solutions.mkdir(parents=True)
+    (solutions / "1_ReLU.py").write_text(RELU_CANDIDATE.read_text())
+    (solutions / "2_GELU.py").write_text(RELU_CANDIDATE.read_text())  # would fail: --problem leaves it out
+    db = f"sqlite:///{tmp_path / 'gate.db'}"
+    result = _gate("--solutions", str(tmp_path / "solutions"), "--problem", "relu", "--db", db)
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads(result.stdout)["results"]
+    assert row["problem"] == "level1/1_ReLU" and row["ok"] and row["shrunk"] is None
+    low, high = row["speedup_ci"]
+    assert low <= row["speedup"] <= high and row["evaluation_id"] is not None
+    with open_store(db)() as session:
+        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 1
+    # the stored kernel, gated from the store: the table shows the re-measured interval and the stored speedup
+    table = subprocess.run([KERNELWRIGHT, "gate", "--device", "cpu", "--db", db], capture_output=True, text=True,
+                           timeout=900, env=os.environ.copy())
+    assert table.returncode == 0, table.stderr
+    assert "speedup (95% interval)" in table.stdout and f"x [" in table.stdout and "stored" in table.stdout
+    with open_store(db)() as session:  # the re-measurement is another evaluation of the same candidate
+        assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 2
+        assert session.scalar(select(func.count()).select_from(CandidateRow)) == 1
+
+
+def test_gate_problem_filter_that_matches_no_solution_is_a_usage_error(tmp_path: Path) -> None:
+    solutions = tmp_path / "solutions" / "level1"
+    solutions.mkdir(parents=True)
+    (solutions / "1_ReLU.py").write_text(RELU_CANDIDATE.read_text())
+    result = _gate("--solutions", str(tmp_path / "solutions"), "--problem", "softmax", "--no-store")
+    assert result.returncode == 2 and "matching --problem 'softmax'" in result.stderr
+
+
+def test_ctrl_c_stops_the_gate_with_one_line_and_exit_130(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    solutions = tmp_path / "solutions" / "level1"
+    solutions.mkdir(parents=True)
+    (solutions / "1_ReLU.py").write_text(RELU_CANDIDATE.read_text())
+    home = tmp_path / "home"
+    gate = subprocess.Popen([KERNELWRIGHT, "gate", "--device", "cpu", "--solutions", str(tmp_path / "solutions"),
+                             "--no-store"], env={**os.environ, "KERNELWRIGHT_HOME": str(home)}, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list((home / "scratch").glob("eval-*")):
+        time.sleep(0.1)  # an evaluation is under way
+    os.killpg(gate.pid, signal.SIGINT)
+    started = time.time()
+    _, stderr = gate.communicate(timeout=60)
+    assert gate.returncode == 130 and time.time() - started < 10, stderr
+    lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("[")]
+    assert lines == ["interrupted: the gate verified 0 of 1 kernels (those are stored); it neither passed nor "
+                     "failed"], stderr
