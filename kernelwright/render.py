@@ -10,7 +10,7 @@ from rich.table import Table
 
 from harness import Evaluation
 from kernelbench.problem import Problem, problem_label
-from sweeps.report import NO_SPEEDUP
+from sweeps.report import NO_SPEEDUP, clip
 
 
 def _ms(value: float | None) -> str:
@@ -32,8 +32,7 @@ def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
         table.add_row("correctness", f"{passed}/{len(evaluation.trials)} trials passed, max abs error {worst:.2e}")
     builds = evaluation.build.get("builds", [])
     if builds:
-        table.add_row("builds", ", ".join(f"{'cached' if b.get('cache_hit') else 'built'} in "
-                                          f"{b.get('seconds', 0):.1f} s" for b in builds))
+        table.add_row("builds", ", ".join(build_label(b) for b in builds))
     for build in builds:
         for kernel in build.get("resources", []):
             table.add_row("kernel", f"{kernel['kernel']}: {kernel.get('registers')} registers, "
@@ -44,6 +43,13 @@ def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
     for reason in evaluation.reasons:
         table.add_row("reason", escape(reason if len(reason) < 4000 else reason[:4000] + " ..."))
     return table
+
+
+def build_label(build: dict[str, Any]) -> str:
+    """`cached`, `built in 6.1 s`, or `failed after 1.2 s` (a build that produced no binary was not built)."""
+    if build.get("binary") is None:
+        return f"failed after {build.get('seconds', 0):.1f} s"
+    return "cached" if build.get("cache_hit") else f"built in {build.get('seconds', 0):.1f} s"
 
 
 def problems_table(problems: list[Problem]) -> Table:
@@ -85,7 +91,7 @@ def gate_table(results: list[Any]) -> Table:
         colour = "green" if r.ok else "red"
         table.add_row(escape(problem_label(r.problem, r.shrunk)), escape(r.kernel), f"[{colour}]{r.verdict}[/]",
                       interval_label(r.speedup, r.interval), _speed(r.stored_speedup),
-                      "" if r.ok else escape((r.reasons or [""])[0][:300]))
+                      "" if r.ok else escape(clip((r.reasons or [""])[0], 300)))
     return table
 
 
@@ -114,10 +120,10 @@ def best_label(best: dict[str, Any] | None) -> str:
     """The best kernel, or why there is none worth using: not accepted, or not faster than the reference."""
     if best is None:
         return "none accepted"
-    where = f"(round {best['round']}) -> {best['path']}" if best.get("path") else ""
+    where = f"round {best['round']}, {escape(best['path'])}" if best.get("path") else ""
     if best["speedup"] is None or best["speedup"] <= 1.0:
-        return f"[bold yellow]{NO_SPEEDUP}[/] (best accepted kernel {_speed(best['speedup'])} {where})"
-    return f"[bold green]{best['speedup']:.3f}x[/] {where}"
+        return f"[bold yellow]{NO_SPEEDUP}[/] (best accepted kernel: {_speed(best['speedup'])}, {where})"
+    return f"[bold green]{best['speedup']:.3f}x[/] ({where})"
 
 
 def cost_label(summary: dict[str, Any]) -> str:
@@ -169,12 +175,13 @@ def sweep_table(summary: dict[str, Any]) -> Table:
     return _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
                                                                           "detail"],
                     [[escape(problem_label(p["name"], p.get("shrunk"))), p["status"], _text(p["verdict"]),
-                      _speed(p["speedup"]), _text((p["detail"] or "")[:120])] for p in summary["problems"]])
+                      _speed(p["speedup"]), _text(clip(p["detail"] or "", 120))] for p in summary["problems"]])
 
 
 def runs_table(rows: list[dict[str, Any]]) -> Table:
     return _columns("runs", ["run", "kind", "model", "status", "problems", "best", "LLM calls", "cost"],
-                    [[r["run_id"], r["kind"], str(r["model"] or "-"), r["status"], str(r["problem"] or r["problems"]),
+                    [[r["run_id"], r["kind"], str(r["model"] or "-"), r["status"],
+                      escape(problem_label(str(r["problem"] or r["problems"]), r.get("shrunk"))),
                       _speed(r["best_speedup"]), str(r["llm_calls"]), f"${r['cost_usd']:.4f}"] for r in rows])
 
 
@@ -185,7 +192,7 @@ def run_table(details: dict[str, Any]) -> Table:
     table = _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
                      ["round", "problem", "verdict", "speedup", "first reason"],
                      [[round_label(e), escape(problem_label(e["problem"], e.get("shrunk"))), e["verdict"],
-                       _speed(e["speedup"]), _text(e["reason"][:120])] for e in details["evaluations"]])
+                       _speed(e["speedup"]), _text(clip(e["reason"], 120))] for e in details["evaluations"]])
     if details.get("speedup_found") is False:
         table.caption = f"{NO_SPEEDUP} (best accepted kernel {_speed(details['best']['speedup'])})"
     return table

@@ -7,7 +7,8 @@ from typing import Any
 from kernelbench.problem import problem_label
 from kernelwright.eval_service import UsageError
 from store import open_store
-from store.browse import best_for_problem, get_run_row, list_runs, run_coder_calls, run_evaluations
+from store.browse import (best_for_problem, get_run_row, list_runs, run_coder_calls, run_costs, run_evaluations,
+                          run_judge_calls)
 from sweeps.metrics import by_level
 from sweeps.sweep import sweep_summary
 
@@ -33,7 +34,29 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
                                                "speedup_ci": best["speedup_ci"], "candidate_id": best["candidate_id"]},
             "speedup_found": speedup_found(best["speedup"] if best else None),
             "shrunk": next((e["shrunk"] for e in evaluations if e["shrunk"]), None),
+            "judge": _judge_advice(run_judge_calls(sessions, run_id)), "costs": run_costs(sessions, run_id),
             "metrics": by_level(_best_per_problem(evaluations).values())}
+
+
+def _judge_advice(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per round the judge advised: its diagnosis and change, or why there was none (a retry that parsed wins)."""
+    from agent.parse import ParseError, parse_judge
+
+    advice: dict[int, dict[str, Any]] = {}
+    for call in calls:
+        if call["error"] or call["reply"] is None:
+            advice.setdefault(call["round"], {"round": call["round"], "diagnosis": None, "change": None,
+                                              "note": f"the judge call failed: {call['error']}"})
+            continue
+        try:
+            parsed = parse_judge(call["reply"])
+        except ParseError as exc:
+            advice[call["round"]] = {"round": call["round"], "diagnosis": None, "change": None,
+                                     "note": f"the judge's reply could not be parsed: {exc}"}
+            continue
+        advice[call["round"]] = {"round": call["round"], "diagnosis": parsed.diagnosis, "change": parsed.change,
+                                 "note": None}
+    return [advice[r] for r in sorted(advice)]
 
 
 def speedup_found(best_speedup: float | None) -> bool | None:
@@ -56,7 +79,7 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
         if (call["problem"], call["round"], call["slot"]) in done:
             continue
         row = {"round": call["round"], "slot": call["slot"], "problem": call["problem"], "level": call["level"],
-               "verdict": "llm_error", "speedup": None, "reason": call["error"] or "", "candidate_id": None,
+               "shrunk": call["shrunk"], "verdict": "llm_error", "speedup": None, "reason": call["error"] or "", "candidate_id": None,
                "evaluation_id": None, "device": None}
         if not call["error"]:
             try:

@@ -26,8 +26,20 @@ def list_runs(sessions: sessionmaker[Session], limit: int = 50) -> list[dict[str
             count = len((run.config or {}).get("fingerprints", [])) or (1 if problem else 0)
             rows.append({"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status,
                          "created_at": run.created_at.isoformat(), "problems": count, "problem": problem,
+                         "shrunk": _run_shrunk(session, run.config or {}),
                          "best_speedup": best, **run_totals(session, run.id)})
     return rows
+
+
+def _run_shrunk(session: Session, config: dict[str, Any]) -> str | None:
+    """An optimize run's problem's size changes when it was shrunk; `all` for a sweep over shrunk problems."""
+    if (config.get("sweep") or {}).get("shrink"):
+        return "all"
+    fingerprint = (config.get("problem") or {}).get("fingerprint")
+    if not fingerprint:
+        return None
+    source = session.scalar(select(ProblemRow.source).where(ProblemRow.fingerprint == fingerprint))
+    return shrink_note(source) if source else None
 
 
 def run_evaluations(sessions: sessionmaker[Session], run_id: str) -> list[dict[str, Any]]:
@@ -38,7 +50,8 @@ def run_evaluations(sessions: sessionmaker[Session], run_id: str) -> list[dict[s
                  .where(CandidateRow.run_id == run_id).order_by(EvaluationRow.id))
         return [{"round": (c.round or 0) + 1 if c.round is not None else None, "slot": c.slot, "problem": p.name,
                  "level": p.level, "shrunk": shrink_note(p.source), "verdict": e.verdict, "speedup": e.speedup,
-                 "speedup_ci": _interval(e), "reason": (e.reasons or [""])[0], "candidate_id": c.id,
+                 "speedup_ci": _interval(e), "ref_ms": e.ref_ms, "candidate_ms": e.candidate_ms,
+                 "reason": (e.reasons or [""])[0], "candidate_id": c.id,
                  "source": c.source, "evaluation_id": e.id, "device": e.device}
                 for c, e, p in session.execute(query)]
 
@@ -53,9 +66,30 @@ def run_coder_calls(sessions: sessionmaker[Session], run_id: str) -> list[dict[s
         query = (select(LLMCallRow, ProblemRow).join(ProblemRow, ProblemRow.id == LLMCallRow.problem_ref)
                  .where(LLMCallRow.run_id == run_id, LLMCallRow.purpose == "coder").order_by(LLMCallRow.id))
         calls = {(p.name, c.round, c.slot): {"round": c.round + 1, "slot": c.slot, "problem": p.name, "level": p.level,
-                                             "error": c.error, "reply": c.reply}
+                                             "shrunk": shrink_note(p.source), "error": c.error, "reply": c.reply}
                  for c, p in session.execute(query)}
     return list(calls.values())
+
+
+def run_judge_calls(sessions: sessionmaker[Session], run_id: str) -> list[dict[str, Any]]:
+    """The judge calls of a run, in order: the round they advise (from 1), the slot (1 is a retry), the reply."""
+    with sessions() as session:
+        query = (select(LLMCallRow).where(LLMCallRow.run_id == run_id, LLMCallRow.purpose == "judge")
+                 .order_by(LLMCallRow.id))
+        return [{"round": c.round + 1, "slot": c.slot, "reply": c.reply, "error": c.error}
+                for c in session.scalars(query)]
+
+
+def run_costs(sessions: sessionmaker[Session], run_id: str) -> dict[str, dict[str, Any]]:
+    """Calls, tokens and dollars of a run, per purpose (coder, judge)."""
+    with sessions() as session:
+        rows = session.execute(
+            select(LLMCallRow.purpose, func.count(LLMCallRow.id), func.coalesce(func.sum(LLMCallRow.prompt_tokens), 0),
+                   func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),
+                   func.coalesce(func.sum(LLMCallRow.cost_usd), 0.0))
+            .where(LLMCallRow.run_id == run_id).group_by(LLMCallRow.purpose).order_by(LLMCallRow.purpose))
+        return {purpose: {"calls": calls, "prompt_tokens": int(prompt), "completion_tokens": int(completion),
+                          "cost_usd": float(cost)} for purpose, calls, prompt, completion, cost in rows}
 
 
 def best_for_problem(sessions: sessionmaker[Session], name: str, limit: int = 10) -> list[dict[str, Any]]:

@@ -24,12 +24,16 @@ def _rows(details: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per evaluated kernel (a kernel the model repeated is one row that names the repeating rounds)."""
     if details["kind"] == "sweep":
         return [{"problem": problem_label(p["name"], p.get("shrunk")), "name": p["name"], "level": p["level"],
-                 "verdict": p["verdict"], "speedup": p["speedup"], "detail": _sweep_detail(p), "round": None}
-                for p in details["problems"]]
+                 "verdict": p["verdict"], "speedup": p["speedup"], "detail": _sweep_detail(p), "round": None,
+                 **_timing(p)} for p in details["problems"]]
     return [{"problem": problem_label(e["problem"], e.get("shrunk")), "name": e["problem"], "level": e["level"],
-             "verdict": e["verdict"], "speedup": e["speedup"], "detail": e["reason"], "round": e["round"],
+             "verdict": e["verdict"], "speedup": e["speedup"], "detail": e["reason"], "round": e["round"], **_timing(e),
              "repeated_in": e.get("repeated_in") or [], "candidate_id": e["candidate_id"], "device": e.get("device")}
             for e in details["evaluations"]]
+
+
+def _timing(row: dict[str, Any]) -> dict[str, Any]:
+    return {"speedup_ci": row.get("speedup_ci"), "ref_ms": row.get("ref_ms"), "candidate_ms": row.get("candidate_ms")}
 
 
 def _sweep_detail(problem: dict[str, Any]) -> str:
@@ -57,6 +61,12 @@ def _shrunk_note(rows: list[dict[str, Any]]) -> str:
             "sizes, not the benchmark's own")
 
 
+def _y_ticks(ticks: list[tuple[float, str]], x: float) -> str:
+    """Labels of the y axis: (y coordinate, text), right-aligned at `x`, with faint grid lines."""
+    return "".join(f'<text x="{x:.0f}" y="{y + 3:.1f}" font-size="9" text-anchor="end">{html.escape(text)}</text>'
+                   f'<line x1="{x + 3:.0f}" y1="{y:.1f}" x2="460" y2="{y:.1f}" stroke="#eee"/>' for y, text in ticks)
+
+
 def _histogram(speedups: list[float]) -> str:
     edges = [0.25, 0.5, 1.0, 1.5, 2.0, 4.0, 8.0]
     labels = ["<0.25", "0.25-0.5", "0.5-1", "1-1.5", "1.5-2", "2-4", "4-8", ">8"]
@@ -64,14 +74,15 @@ def _histogram(speedups: list[float]) -> str:
     for s in speedups:
         counts[sum(s >= e for e in edges)] += 1
     top = max(counts) or 1
-    bars = "".join(f'<rect x="{20 + i * 55}" y="{170 - 140 * c / top:.1f}" width="45" height="{140 * c / top:.1f}" '
-                   f'fill="#4a7bd0"/><text x="{42 + i * 55}" y="190" font-size="10" text-anchor="middle">'
+    scale = _y_ticks([(170 - 140 * v / top, str(v)) for v in sorted({0, top // 2, top})], 34)
+    bars = "".join(f'<rect x="{40 + i * 52}" y="{170 - 140 * c / top:.1f}" width="45" height="{140 * c / top:.1f}" '
+                   f'fill="#4a7bd0"/><text x="{62 + i * 52}" y="190" font-size="10" text-anchor="middle">'
                    f'{html.escape(labels[i])}'
-                   f'</text><text x="{42 + i * 55}" y="{165 - 140 * c / top:.1f}" font-size="10" '
+                   f'</text><text x="{62 + i * 52}" y="{165 - 140 * c / top:.1f}" font-size="10" '
                    f'text-anchor="middle">{c}</text>' for i, c in enumerate(counts))
     return (f'<svg role="img" aria-label="speedup distribution" width="470" height="210">'
-            f'<text x="10" y="15" font-size="12">speedup distribution (accepted kernels)</text>{bars}'
-            f'{_axes("speedup over the reference", "kernels")}</svg>')
+            f'<text x="10" y="15" font-size="12">speedup distribution (accepted kernels, each once)</text>{scale}'
+            f'{bars}{_axes("speedup over the reference", "kernels")}</svg>')
 
 
 def _axes(x_label: str, y_label: str) -> str:
@@ -83,12 +94,13 @@ def _axes(x_label: str, y_label: str) -> str:
 def _fast_p_curve(speedups: list[float], total: int) -> str:
     """`speedups`: each problem's best accepted speedup (one per problem, so the fraction never exceeds 1)."""
     ps = [i / 10 for i in range(0, 31)]
-    points = " ".join(f"{30 + p * 130:.1f},{180 - 150 * (sum(s > p for s in speedups) / total if total else 0):.1f}"
+    points = " ".join(f"{45 + p * 128:.1f},{180 - 150 * (sum(s > p for s in speedups) / total if total else 0):.1f}"
                       for p in ps)
-    ticks = "".join(f'<text x="{30 + p * 130:.0f}" y="195" font-size="10">{p:g}</text>' for p in (0, 1, 2, 3))
+    ticks = "".join(f'<text x="{45 + p * 128:.0f}" y="195" font-size="10">{p:g}</text>' for p in (0, 1, 2, 3))
+    scale = _y_ticks([(180 - 150 * f, f"{f:.0%}") for f in (0, 0.5, 1)], 40)
     return (f'<svg role="img" aria-label="fast_p" width="470" height="210"><text x="10" y="15" font-size="12">'
-            f'fast_p: fraction of all problems correct and faster than p</text><polyline points="{points}" '
-            f'fill="none" stroke="#d0704a" stroke-width="2"/><line x1="30" y1="180" x2="430" y2="180" stroke="#999"/>'
+            f'fast_p: fraction of all problems correct and faster than p</text>{scale}<polyline points="{points}" '
+            f'fill="none" stroke="#d0704a" stroke-width="2"/><line x1="45" y1="180" x2="430" y2="180" stroke="#999"/>'
             f'{ticks}{_axes("p (speedup threshold)", "fraction of problems")}</svg>')
 
 
@@ -102,15 +114,16 @@ def _progress(rows: list[dict[str, Any]]) -> str:
                              and r["speedup"]])
         points.append((index, best))
     top = max(b for _, b in points) or 1.0
-    line = " ".join(f"{30 + i * 400 / max(1, len(rounds) - 1):.1f},{180 - 150 * b / top:.1f}" for i, b in points)
+    line = " ".join(f"{55 + i * 380 / max(1, len(rounds) - 1):.1f},{180 - 150 * b / top:.1f}" for i, b in points)
+    scale = _y_ticks([(180 - 150 * v / top, f"{v:.2f}x") for v in (0.0, top / 2, top)], 50)
     return (f'<svg role="img" aria-label="progress" width="470" height="210"><text x="10" y="15" font-size="12">'
-            f'best speedup so far, by round (top {top:.2f}x)</text><polyline points="{line}" fill="none" '
+            f'best speedup so far, by round (top {top:.2f}x)</text>{scale}<polyline points="{line}" fill="none" '
             f'stroke="#2c8a4a" stroke-width="2"/>{_round_ticks(rounds)}{_axes("round", "best speedup")}</svg>')
 
 
 def _round_ticks(rounds: list[int]) -> str:
-    step = 400 / max(1, len(rounds) - 1)
-    return "".join(f'<text x="{30 + i * step:.0f}" y="195" font-size="10">{r}</text>' for i, r in enumerate(rounds))
+    step = 380 / max(1, len(rounds) - 1)
+    return "".join(f'<text x="{55 + i * step:.0f}" y="195" font-size="10">{r}</text>' for i, r in enumerate(rounds))
 
 
 def _metrics_table(metrics: dict[str, Any]) -> str:
@@ -148,21 +161,42 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
     table = "".join(
         f"<tr><td>{html.escape(str(r['problem']))}</td><td>{html.escape(_round(r))}</td><td class="
         f"\"{'accepted' if r['verdict'] == 'accepted' else 'failed'}\">{html.escape(str(r['verdict']))}</td>"
-        f"<td>{speedup_label(r['speedup'])}</td>"
-        f"<td>{_link(links, r)}</td><td>{html.escape(str(r['detail'])[:300])}</td></tr>" for r in rows)
+        f"<td>{speedup_label(r['speedup'])}</td><td>{interval_label(r.get('speedup_ci'))}</td>"
+        f"<td>{ms_label(r.get('ref_ms'))}</td><td>{ms_label(r.get('candidate_ms'))}</td>"
+        f"<td>{_link(links, r)}</td><td>{html.escape(clip(str(r['detail']), 300))}</td></tr>" for r in rows)
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>kernelwright {details['run_id']}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{details['kind']} {html.escape(details['run_id'])}</h1>"
             f"<p>status {html.escape(str(details['status']))}, device {html.escape(_device(details, rows))}, "
             f"created {html.escape(str(details.get('created_at', '-')))}, report written "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {details.get('llm_calls', 0)} LLM calls, "
-            f"${details.get('cost_usd', 0):.4f}</p>{_notes_html(details, rows)}{_metrics_table(details['metrics'])}<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}"
-            f"{_progress(rows)}</div><table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th>"
-            f"<th>kernel</th><th>first reason</th></tr>{table}</table></body></html>")
+            f"${details.get('cost_usd', 0):.4f}</p>{_notes_html(details, rows)}{_metrics_table(details['metrics'])}"
+            f"<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}{_progress(rows)}</div>"
+            f"<table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th><th>95% interval</th>"
+            f"<th>reference</th><th>candidate</th><th>kernel</th><th>first reason</th></tr>{table}</table>"
+            f"{_judge_html(details.get('judge') or [])}{_costs_html(details.get('costs') or {})}</body></html>")
     html_path = folder / "report.html"
     html_path.write_text(page)
     markdown_path = folder / "summary.md"
     markdown_path.write_text(_markdown(details, rows))
     return html_path, markdown_path
+
+
+def _judge_html(advice: list[dict[str, Any]]) -> str:
+    if not advice:
+        return ""
+    rows = "".join(f"<tr><td>{a['round']}</td><td>{html.escape(a['diagnosis'] or '-')}</td>"
+                   f"<td>{html.escape(a['change'] or a['note'] or '-')}</td></tr>" for a in advice)
+    return (f"<h2>judge</h2><table><tr><th>advice for round</th><th>diagnosis</th><th>change asked for</th></tr>"
+            f"{rows}</table>")
+
+
+def _costs_html(costs: dict[str, dict[str, Any]]) -> str:
+    if not costs:
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(purpose)}</td><td>{c['calls']}</td><td>{c['prompt_tokens']}</td>"
+                   f"<td>{c['completion_tokens']}</td><td>${c['cost_usd']:.4f}</td></tr>" for purpose, c in costs.items())
+    return (f"<h2>cost</h2><table><tr><th>model role</th><th>calls</th><th>prompt tokens</th>"
+            f"<th>completion tokens</th><th>dollars</th></tr>{rows}</table>")
 
 
 def _notes_html(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
@@ -195,10 +229,30 @@ def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {level} | {m['problems']} | {m['correctness_rate']:.0%} | "
                      + " | ".join(f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P)
                      + f" | {'-' if geo is None else f'{geo:.2f}x'} |")
-    lines += ["", "| problem | round | verdict | speedup |", "|---|---|---|---|"]
-    lines += [f"| {r['problem']} | {_round(r)} | {r['verdict']} | {speedup_label(r['speedup'])} |" for r in rows]
+    lines += ["", "| problem | round | verdict | speedup | 95% interval | reference | candidate |",
+              "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['problem']} | {_round(r)} | {r['verdict']} | {speedup_label(r['speedup'])} | "
+              f"{interval_label(r.get('speedup_ci'))} | {ms_label(r.get('ref_ms'))} | {ms_label(r.get('candidate_ms'))} |"
+              for r in rows]
     return "\n".join(lines) + "\n"
 
 
 def speedup_label(value: float | None) -> str:
     return "-" if not value or not math.isfinite(value) else f"{value:.3f}x"
+
+
+def interval_label(interval: list[float] | tuple[float, float] | None) -> str:
+    return "-" if not interval else f"{interval[0]:.3f}-{interval[1]:.3f}x"
+
+
+def ms_label(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f} ms"
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters at a word boundary, with an ellipsis when cut (never mid-word)."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"

@@ -26,10 +26,11 @@ from harness.execution.profile import kernels_of
 from harness.records import Unjudged
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem, shrink_note
-from store import BaselineRow, ProblemRow, SweepItemRow, record_evaluation
+from store import BaselineRow, EvaluationRow, ProblemRow, SweepItemRow, record_evaluation
 from store import runs as run_store
 from store.results import upsert_problem
 from sweeps.metrics import by_level
+from sweeps.report import clip
 
 Progress = Callable[[str], None]
 
@@ -143,7 +144,7 @@ class Sweep:
             _mark(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,
                   speedup=evaluation.speedup, evaluation_id=evaluation_id, wall_s=own_seconds(evaluation),
                   candidate_ms=evaluation.candidate_ms,
-                  detail=(evaluation.reasons or [""])[0][:2000])
+                  detail=clip((evaluation.reasons or [""])[0], 2000))
             self._report(problem, evaluation.verdict.value, evaluation.speedup, len(pending))
 
     def run_optimize(self, models: ModelSpec, coder: ChatModel, judge: ChatModel, runs_root: Path,
@@ -275,7 +276,9 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
     order = {key: i for i, key in enumerate((run.config or {}).get("sweep", {}).get("problem_keys", []))}
     items.sort(key=lambda r: order.get(r.problem_key, len(order)))
     shrunk = _shrink_notes(sessions, [r.problem_ref for r in items])
+    timings = _timings(sessions, [r.evaluation_id for r in items if r.evaluation_id is not None])
     problems = [{"name": r.problem_key, "level": r.level, "shrunk": shrunk.get(r.problem_ref), "status": r.status,
+                 **timings.get(r.evaluation_id, {"ref_ms": None, "speedup_ci": None}),
                  "best": None if r.status != "done" or r.verdict in (None, *(u.value for u in Unjudged))
                  else {"verdict": r.verdict, "speedup": r.speedup},
                  "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
@@ -294,6 +297,15 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
                                                             "errors": row.errors}
         summary["metrics_vs_compile"] = by_level(_against_compile(finished, baselines))
     return summary
+
+
+def _timings(sessions: sessionmaker[Session], evaluation_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """The reference's time and the speedup's 95% interval of each evaluation, by id."""
+    with sessions() as session:
+        rows = session.execute(select(EvaluationRow.id, EvaluationRow.ref_ms, EvaluationRow.speedup_low,
+                                      EvaluationRow.speedup_high).where(EvaluationRow.id.in_(evaluation_ids)))
+        return {i: {"ref_ms": ref, "speedup_ci": None if low is None or high is None else [low, high]}
+                for i, ref, low, high in rows}
 
 
 def _shrink_notes(sessions: sessionmaker[Session], problem_refs: list[int]) -> dict[int, str | None]:

@@ -124,3 +124,20 @@ def test_check_tags_in_reasons_survive_the_terminal_table() -> None:
     console = Console(record=True, width=200)
     console.print(evaluation_table(find_bundled("relu"), evaluation))
     assert "[timed-check] call 3" in console.export_text()
+
+
+def test_a_failed_build_is_not_reported_as_built() -> None:
+    from rich.console import Console
+
+    from harness.records import Evaluation, Verdict
+    from kernelbench.bundled import find_bundled
+    from kernelwright.render import evaluation_table
+
+    evaluation = Evaluation(verdict=Verdict.COMPILE_ERROR, reasons=["[build] error: expected ';'"],
+                            problem_name="ReLU", problem_fingerprint="f", candidate_hash="c", device="cpu")
+    evaluation.build = {"builds": [{"cache_hit": True, "binary": "/b/ok.so", "seconds": 0.01},
+                                   {"cache_hit": False, "seconds": 1.23}]}
+    console = Console(record=True, width=200)
+    console.print(evaluation_table(find_bundled("relu"), evaluation))
+    text = console.export_text()
+    assert "cached, failed after 1.2 s" in text and "built in" not in text

@@ -31,7 +31,12 @@ def test_optimize_report_shows_every_round_and_sane_charts(tmp_path: Path) -> No
     assert details["evaluations"][0]["repeated_in"] == [4] and details["speedup_found"] is True
     html_path, markdown_path = write_run_report(db, summary["run_id"], str(tmp_path / "report"))
     page = Path(html_path).read_text()
-    assert "1 (again in 4)" in page and "| 1 (again in 4) | accepted | 1.500x |" in Path(markdown_path).read_text()
+    assert "1 (again in 4)" in page and "| 1 (again in 4) | accepted | 1.500x | " in Path(markdown_path).read_text()
+    assert "<th>reference</th>" in page and "1.0000 ms" in page and "0.6667 ms" in page  # timings, per kernel
+    assert "<h2>judge</h2>" in page and "tile it" in page and "<h2>cost</h2>" in page and "<td>judge</td>" in page
+    for chart, top in (("speedup distribution", ">1</text>"), ("fast_p", ">100%</text>"), ("progress", ">1.50x</text>")):
+        svg = re.search(rf'aria-label="{chart}".*?</svg>', page).group(0)
+        assert 'text-anchor="end"' in svg and top in svg  # a y-axis scale
     histogram = re.search(r'aria-label="speedup distribution".*?</svg>', page).group(0)
     assert sorted(int(n) for n in re.findall(r'text-anchor="middle">(\d+)</text>', histogram)) == [0] * 6 + [1, 1]
     assert "&lt;0.25" in page and ">&lt;" not in page.replace(">&lt;0.25", "")
@@ -80,3 +85,13 @@ def test_results_on_a_shrunk_problem_say_so_with_the_sizes(tmp_path: Path) -> No
     page, summary = Path(html_path).read_text(), Path(markdown_path).read_text()
     assert html.escape(f"ReLU (shrunk: {note})") in page and f"ReLU (shrunk: {note})" in summary
     assert "rescaled to the CPU budget" in page and "rescaled to the CPU budget" in summary
+
+
+def test_long_reasons_are_clipped_at_a_word_boundary() -> None:
+    from sweeps.report import clip
+
+    text = "the output differs from the reference at 4096 positions, the largest error 3.2e-01 at index 17"
+    assert clip(text, 200) == text
+    clipped = clip(text, 40)
+    assert clipped.endswith("…") and len(clipped) <= 40 and text.startswith(clipped[:-1])
+    assert text[len(clipped) - 1] == " "  # cut between words
