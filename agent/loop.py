@@ -108,7 +108,8 @@ class Optimizer:
             self.say(f"round {round_ + 1}: candidate {outcome.slot + 1} {failed.verdict}; asking for fix {repair}")
             started = time.perf_counter()
             reply = self._ask(self.coder, round_, f"repair{repair}", outcome.slot,
-                              repair_messages(self.problem, self.config.device, failed))
+                              repair_messages(self.problem, self.config.device, failed, self.config.policy,
+                                              self.recorder.hardware_description()))
             self.seconds["llm_wait"] += time.perf_counter() - started
             source = self._candidate(reply)
             if isinstance(source, Attempt):
@@ -175,7 +176,8 @@ class Optimizer:
         previous attempt."""
         if focus.verdict == Unjudged.UNPARSEABLE:
             return None
-        messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description())
+        messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description(),
+                                  self.config.policy)
         started = time.perf_counter()
         try:
             return self._judge(round_, messages)
@@ -206,7 +208,8 @@ class Optimizer:
         are matched in call order, is asked one call at a time)."""
         exemplars = [Exemplar(source, speedup) for source, speedup in
                      select_exemplars(self.recorder.accepted_kernels(), self.config.exemplars)]
-        messages = coder_messages(self.problem, self.config.device, advice, focus, exemplars)
+        messages = coder_messages(self.problem, self.config.device, advice, focus, exemplars, self.config.policy,
+                                  self.recorder.hardware_description())
         slots = range(self.config.candidates)
         started = time.perf_counter()
         if getattr(self.coder, "sequential", False) or self.config.candidates == 1:

@@ -5,48 +5,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from agent.contract import device_contract, judging, rules
 from agent.llm import Message
 from agent.parse import JudgeAdvice, UnusableAdvice
 from harness.feedback.failure_digest import digest_reason
 from harness.feedback.ncu import render_for_judge
+from harness.policy import EvalPolicy
 from kernelbench.problem import Problem
 
-_EXAMPLES = Path(__file__).with_name("examples")
 _REASON_BUDGETS = (3000, 800)  # characters: the first reason (the verdict's cause), each later one
-_LIGHT = ("Build against torch's stable ABI headers, as in the example below: `torch/csrc/stable/library.h`, "
-          "`tensor.h`, `ops.h` (no `torch/extension.h`), the op declared with `STABLE_TORCH_LIBRARY(<ns>, m)` and "
-          "implemented with `STABLE_TORCH_LIBRARY_IMPL(<ns>, {key}, m)` and `TORCH_BOX`, built with "
-          "`load_inline(..., is_python_module=False, no_implicit_headers=True)` and "
-          "`-DTORCH_TARGET_VERSION=0x020d000000000000`, and called as `torch.ops.<ns>.<op>(...)` in forward. It "
-          "builds in seconds (torch/extension.h costs 20-120 s per build on the CPU, minutes with nvcc); use "
-          "torch/extension.h only when you need ATen operators or library handles inside your C++. Use a "
-          "namespace of your own for each attempt.")
-DEVICE_RULES = {
-    "cpu": ("Target: the CPU. Write the kernel in C++ (OpenMP allowed: pass -fopenmp in extra_cflags and "
-            "extra_ldflags). " + _LIGHT.format(key="CPU")),
-    "cuda": ("Target: an NVIDIA GPU. Write CUDA C++ kernels in cuda_sources and launch them on the current stream "
-             "(torch::stable::accelerator::getCurrentStream(device).nativeHandle()). " + _LIGHT.format(key="CUDA")),
-}
-
-
-def device_contract(device: str) -> str:
-    """The device's rules with one short, complete example of the fast build contract."""
-    key = "cpu" if device == "cpu" else "cuda"
-    example = (_EXAMPLES / f"light_{key}.py").read_text().strip()
-    return f"{DEVICE_RULES[key]}\nExample (ReLU):\n```python\n{example}\n```"
-
-
-RULES = """Rules the harness enforces (a violation is rejected, never accepted):
-- A complete Python file with `class ModelNew(nn.Module)` taking the same constructor arguments as `Model`,
-  whose `forward` takes the same inputs and returns the same outputs (shape, dtype, values).
-- All compute of `forward` in your own kernels: no PyTorch operators or vendor libraries for the answer.
-- No try/except fallbacks, threads, processes, streams, file/network/environment access, monkeypatching,
-  introspection, fast-math or lower precision than the reference. Build parameters identically to `Model`
-  (same modules created in the same order) so the weights match.
-- Reply with your reasoning, then the whole file in one ```python code block."""
+_SYSTEM = {"role": "system", "content": "You write fast, correct kernels for PyTorch programs."}
 
 
 JUDGE_SCHEMA = json.dumps({"diagnosis": "what is wrong or what limits speed", "change": "one concrete change",
@@ -103,10 +73,19 @@ class Exemplar:
     speedup: float
 
 
+def _task(problem: Problem, device: str, policy: EvalPolicy | None, hardware: str) -> list[str]:
+    """What every coder prompt opens with: the problem, the hardware, the build contract, how the kernel is
+    judged and the rules."""
+    policy = policy or EvalPolicy()
+    where = f"\n\nThe hardware: {hardware}." if hardware else ""
+    return [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
+            f"{problem.source.strip()}\n```{where}", device_contract(device), judging(device, policy), rules(policy)]
+
+
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
-                   previous: Attempt | None, exemplars: list[Exemplar]) -> list[Message]:
-    parts = [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
-             f"{problem.source.strip()}\n```", device_contract(device), RULES]
+                   previous: Attempt | None, exemplars: list[Exemplar], policy: EvalPolicy | None = None,
+                   hardware: str = "") -> list[Message]:
+    parts = _task(problem, device, policy, hardware)
     if exemplars:
         shown = "\n\n".join(f"Earlier kernel, measured {e.speedup:.2f}x:\n```python\n{e.source.strip()}\n```"
                             for e in sorted(exemplars, key=lambda e: e.speedup))
@@ -120,29 +99,30 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
     elif advice is not None:
         effect = f"\nExpected effect: {advice.expected_effect}" if advice.expected_effect else ""
         parts.append(f"The reviewer's diagnosis: {advice.diagnosis}\nMake this change: {advice.change}{effect}")
-    return [{"role": "system", "content": "You write fast, correct kernels for PyTorch programs."},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def repair_messages(problem: Problem, device: str, failed: Attempt) -> list[Message]:
+def repair_messages(problem: Problem, device: str, failed: Attempt, policy: EvalPolicy | None = None,
+                    hardware: str = "") -> list[Message]:
     """A direct fix: the kernel that failed to build or run, its error, and the request to fix only that."""
     what = "did not build" if failed.verdict == "compile_error" else "failed while running"
-    parts = [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
-             f"{problem.source.strip()}\n```", device_contract(device), RULES,
+    parts = [*_task(problem, device, policy, hardware),
              f"Your kernel {what}:\n```python\n{failed.source.strip()}\n```\n{failed.summary()}",
              "Fix the error above and reply with the whole corrected file. Keep the approach; change what the error "
              "requires (and any other line with the same mistake)."]
-    return [{"role": "system", "content": "You write fast, correct kernels for PyTorch programs."},
-            {"role": "user", "content": "\n\n".join(parts)}]
+    return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str) -> list[Message]:
+def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str,
+                   policy: EvalPolicy | None = None) -> list[Message]:
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
             if attempt.verdict != "accepted" else
             "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
     content = (f"Problem:\n```python\n{problem.source.strip()}\n```\n\nCandidate kernel:\n```python\n"
                f"{attempt.source.strip()}\n```\n\nEvaluation on {device} ({hardware}):\n{attempt.summary()}\n\n"
-               f"{mode}\nAnswer with JSON only: {JUDGE_SCHEMA}")
+               f"{judging(device, policy or EvalPolicy())}\n\n{rules(policy or EvalPolicy())}\n\n{mode} Prescribe "
+               "only what these rules allow.\n"
+               f"Answer with JSON only: {JUDGE_SCHEMA}")
     return [{"role": "system", "content": "You review GPU/CPU kernels. You prescribe exactly one change."},
             {"role": "user", "content": content}]
 

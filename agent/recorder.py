@@ -113,6 +113,8 @@ class RunRecorder:
         if self.config.device == "cuda":
             import torch
 
+            if not torch.cuda.is_available():  # the candidates run elsewhere (a Ray cluster, a GPU pool)
+                return "an NVIDIA GPU (its model is not visible from the process that writes the prompts)"
             name = torch.cuda.get_device_name(0)
             spec = gpu_spec(name)
             return spec.sheet() if spec else name

@@ -60,3 +60,49 @@ def test_the_coder_is_taught_the_light_contract_with_a_complete_example_per_devi
         content = "\n".join(m["content"] for m in coder_messages(RELU, device, None, None, []))
         assert "torch/csrc/stable/library.h" in content and "is_python_module=False" in content
         assert key in content and "class ModelNew" in content
+
+
+def test_the_coder_is_told_how_it_is_judged_from_the_runs_own_policy() -> None:
+    from harness.policy import EvalPolicy
+
+    policy = EvalPolicy(atol_fp32=2e-4, atol_half=3e-2, trials=7, cpu_threads=1)
+    content = coder_messages(RELU, "cpu", None, None, [], policy, hardware="CPU (1 thread): 10 GB/s")[-1]["content"]
+    assert "rtol = 0.0002 for float32" in content and "(0.03 for float16/bfloat16)" in content
+    assert "norm-wise relative error" in content and "7 trials" in content
+    assert "heavy-tailed" in content and "magnitudes up to 1000" in content and "subtract the max" in content
+    assert "newly drawn input values each time" in content
+    assert "with 1 thread(s)" in content and "gain nothing at one thread" in content
+    assert "The hardware: CPU (1 thread): 10 GB/s." in content
+    cuda = coder_messages(RELU, "cuda", None, None, [], policy)[-1]["content"]
+    assert "L2 cache flushed" in cuda and "thread(s)" not in cuda
+
+
+def test_the_rules_agree_with_each_other_and_with_the_policy_level() -> None:
+    from harness.policy import EvalPolicy
+
+    default = coder_messages(RELU, "cpu", None, None, [], EvalPolicy())[-1]["content"]
+    strict = coder_messages(RELU, "cpu", None, None, [], EvalPolicy(static_policy="strict"))[-1]["content"]
+    for content in (default, strict):
+        assert "never accepted" not in content and "No try/except fallbacks, threads" not in content
+        assert "ATen operators" not in content  # the old advice to reach PyTorch's operators from C++
+        assert "OpenMP pragmas are not that" in content and "torch::stable:: operators" in content
+        assert "Rejected at every policy level" in content and "fast-math" in content
+    assert "reported beside the verdict under this run's `default` policy" in default
+    assert "rejected under this run's `strict` policy" in strict and "reported beside" not in strict
+
+
+def test_the_stable_abi_reference_and_both_examples_reach_the_coder() -> None:
+    for device, op in (("cpu", "kw_wsum.weighted_sum"), ("cuda", "kw_wsum_cuda.weighted_sum")):
+        content = coder_messages(RELU, device, None, None, [])[-1]["content"]
+        assert "STD_TORCH_CHECK(condition" in content and "int -> int64_t, float -> double" in content
+        assert "fail to build: TORCH_CHECK" in content and "new_empty(t, shape)" in content
+        assert "Example (ReLU)" in content and op in content and "Example (a weighted sum" in content
+
+
+def test_the_judge_reads_the_same_rules_and_the_coder_reads_its_expected_effect() -> None:
+    failed = Attempt(source="x", verdict="incorrect", reasons=["[correctness] trial 5 (large): NaN"])
+    judge = judge_messages(RELU, "cpu", failed, "CPU")[-1]["content"]
+    assert "How your kernel is judged" in judge and "Rejected at every policy level" in judge
+    advice = JudgeAdvice(diagnosis="overflow", change="subtract the row max", expected_effect="no NaN on large")
+    coder = coder_messages(RELU, "cpu", advice, failed, [])[-1]["content"]
+    assert "Make this change: subtract the row max\nExpected effect: no NaN on large" in coder

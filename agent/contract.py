@@ -1,0 +1,98 @@
+"""What the coder is told before it writes a line: the build contract (the stable ABI, with two complete examples
+per device), how a kernel is judged, and the rules. Every number and every rule here is read from the policy the
+run uses (harness/policy.py) and states what the harness does: what is rejected at every level, what `default`
+only reports and `strict` rejects (harness/verification/static_check.py), the tolerances and norm-wise check
+(harness/verification/compare.py), the input distributions (harness/values/distributions.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.policy import EvalPolicy
+from harness.values.distributions import DISTRIBUTIONS
+
+EXAMPLES = Path(__file__).with_name("examples")
+
+_LIGHT = ("Build against torch's stable ABI headers, as in the examples below: `torch/csrc/stable/library.h`, "
+          "`tensor.h`, `ops.h` (no `torch/extension.h`), the op declared with `STABLE_TORCH_LIBRARY(<ns>, m)` and "
+          "implemented with `STABLE_TORCH_LIBRARY_IMPL(<ns>, {key}, m)` and `TORCH_BOX`, built with "
+          "`load_inline(..., is_python_module=False, no_implicit_headers=True)` and "
+          "`-DTORCH_TARGET_VERSION=0x020d000000000000`, and called as `torch.ops.<ns>.<op>(...)` in forward. It "
+          "builds in seconds (torch/extension.h costs 20-120 s per build on the CPU, minutes with nvcc): use "
+          "torch/extension.h only for an API the stable headers lack. Use a namespace of your own for each attempt.")
+_DEVICE = {
+    "cpu": "Target: the CPU. Write the kernel in C++ in cpp_sources. ",
+    "cuda": ("Target: an NVIDIA GPU. Write CUDA C++ kernels in cuda_sources and launch them on the current stream "
+             "(torch::stable::accelerator::getCurrentStream(device_index).nativeHandle()). "),
+}
+STABLE_REFERENCE = """The stable ABI in brief (namespace torch::stable; no at::, c10:: or torch/extension.h API):
+- Tensor: mutable_data_ptr<float>(), const_data_ptr<float>(), data_ptr() (a void*), numel(), dim(), size(d),
+  stride(d), sizes(), is_contiguous(), scalar_type() (torch::headeronly::ScalarType::Float, ...), is_cuda(),
+  get_device_index().
+- Allocation and layout (ops.h): empty_like(t), new_empty(t, shape) for an output of another shape (shape a
+  std::vector<int64_t>), new_zeros(t, shape), contiguous(t), reshape(t, shape), view(t, shape),
+  transpose(t, d0, d1). Its compute operators (amax, sum, matmul, subtract) are PyTorch compute, not your kernel.
+- Checks: STD_TORCH_CHECK(condition, "message"). These do not exist here and fail to build: TORCH_CHECK,
+  AT_DISPATCH_*, x.options(), data_ptr<float>(), torch::empty, load_inline(functions=[...]).
+- Schema types in m.def: Tensor -> torch::stable::Tensor, int -> int64_t, float -> double, bool -> bool,
+  int[] -> std::vector<int64_t>, Tensor? -> std::optional<torch::stable::Tensor>."""
+
+
+def device_contract(device: str) -> str:
+    """The device's build contract, the stable ABI's reference, and two complete examples: the ReLU (one tensor in,
+    the same shape out) and a weighted sum (an int argument, a weight, an output of another shape)."""
+    key = "cpu" if device == "cpu" else "cuda"
+    examples = [(name, (EXAMPLES / f"{stem}_{key}.py").read_text().strip())
+                for name, stem in (("ReLU", "light"), ("a weighted sum over one dimension", "weighted_sum"))]
+    shown = "\n".join(f"Example ({name}):\n```python\n{text}\n```" for name, text in examples)
+    return f"{_DEVICE[key]}{_LIGHT.format(key=key.upper())}\n{STABLE_REFERENCE}\n{shown}"
+
+
+def judging(device: str, policy: EvalPolicy) -> str:
+    """How a kernel is judged, as the harness does it under `policy`."""
+    timing = (f"reference and kernel each run in their own process with {policy.cpu_threads} thread(s) "
+              f"(OMP_NUM_THREADS={policy.cpu_threads}) on the same CPUs: make the single-thread code fast "
+              "(contiguous inner loops that -O3 vectorizes, cache blocking). OpenMP pragmas are allowed (with "
+              "-fopenmp in extra_cflags and extra_ldflags)" + (", but gain nothing at one thread" if
+                                                                 policy.cpu_threads == 1 else "")
+              if device == "cpu" else
+              "CUDA events around each call, with the L2 cache flushed before it and the inputs already on the "
+              "device: every call reads its inputs from DRAM")
+    knockout = (" forward must depend on your kernel: a trial is re-run with your kernel disabled and must then "
+                "fail." if policy.knockout else "")
+    return f"""How your kernel is judged (by a harness you cannot see or change):
+- Correctness: {policy.trials} trials with fresh seeds, the inputs of get_inputs()'s shapes redrawn from
+  {len(DISTRIBUTIONS)} distributions: the problem's own, uniform (signed where the reference allows), heavy-tailed,
+  spiky (mostly near zero, a few large spikes) and large (magnitudes up to 1000, or 100x the problem's, in its
+  domain): an unguarded exp() overflows, so subtract the max in a softmax and keep softplus's threshold.
+- Tolerance: every output element within atol + rtol * |expected|, rtol = {policy.atol_fp32:g} for float32
+  ({policy.atol_half:g} for float16/bfloat16) and atol = rtol * max(1, rms of the expected output); and the
+  norm-wise relative error ||got - expected|| / ||expected|| under rtol too. NaN and inf must match the
+  reference's, position by position. Outputs: the same shape and dtype, fresh tensors that do not alias the
+  inputs; the inputs must be left unchanged.
+- Every call counts: timed calls get newly drawn input values each time and their outputs are checked, so compute
+  from the current inputs (no caching across calls, no work left running after forward returns).{knockout}
+- Timing: {timing}. Speedup = the reference's median time / your kernel's median time."""
+
+
+def rules(policy: EvalPolicy) -> str:
+    """The static rules, with what this run's policy level does about each."""
+    reported = ("rejected under this run's `strict` policy" if policy.static_policy == "strict" else
+                "reported beside the verdict under this run's `default` policy (the speedup is then not your "
+                "kernel's alone) and rejected under `strict`")
+    kernel = ("- Build at least one kernel of your own with load_inline (or load) and call it in forward; a file "
+              "that builds none is rejected.\n" if policy.require_custom_kernel else "")
+    return f"""Rules:
+- A complete Python file with `class ModelNew(nn.Module)` taking the same constructor arguments as `Model`,
+  whose `forward` takes the same inputs and returns the same outputs (shape, dtype, values). Create parameters
+  exactly as `Model` does (same modules and parameters, in the same order) so the weights match.
+{kernel}- Rejected at every policy level: try/except fallbacks, threads or processes you start (std::thread,
+  pthread, std::async, threading, multiprocessing; OpenMP pragmas are not that), CUDA streams of your own,
+  reading files, network or environment access, monkeypatching, introspection, fast-math flags (-ffast-math,
+  --use_fast_math).
+- The answer computed by PyTorch instead of your kernel (torch/F operators, tensor methods or tensor arithmetic
+  in forward; at::, torch:: or torch::stable:: operators such as amax, sum, matmul in C++; cuBLAS, cuDNN,
+  CUTLASS), lower precision than the reference (half, bfloat16, TF32), and state kept across calls (globals, a
+  cache keyed by the inputs): {reported}. Shape and allocation calls (view, reshape, empty_like, new_empty,
+  contiguous) are fine.
+- Reply with your reasoning, then the whole file in one ```python code block."""
