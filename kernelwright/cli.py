@@ -389,15 +389,18 @@ def optimize_command(
 @app.command("rerun")
 def rerun_command(
     run_id: str = typer.Argument(..., metavar="RUN_ID", help="An optimize run whose stored spec is run again as a new run."),
+    fresh_exemplars: bool = _flag(False, "--fresh-exemplars", help="Draw exemplars from everything the store "
+                                                                  "holds now, not from what the original run saw."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """Start a new run from a run's record: the same problem, models, endpoint, sampling, budgets and policy."""
+    """Start a new run from a run's record: the same problem, models, endpoint, sampling, budgets, policy and
+    exemplars."""
     from kernelwright.interrupts import RunInterrupted
     from kernelwright.optimize_service import rerun_optimize
 
     try:
-        summary = rerun_optimize(run_id, db, progress=_lines())
+        summary = rerun_optimize(run_id, db, progress=_lines(), fresh_exemplars=fresh_exemplars)
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except RunInterrupted as stop:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
@@ -101,6 +102,9 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
     sessions = open_store(db_url, create=not resume)
     if resume:
         recorder = RunRecorder.resume(sessions, resume, home())
+        stored = (run_store.get_run(sessions, resume).config or {}).get(REPLAY_KEY)
+        if stored:  # a resumed rerun keeps drawing on its original's exemplars
+            recorder = _replaying(recorder, datetime.fromisoformat(stored))
         if problem_spec and _problem(problem_spec, shrink, None).fingerprint != recorder.problem.fingerprint:
             raise UsageError(f"run {resume} optimizes {recorder.problem.label}, not {problem_spec}"
                              f"{'' if shrink or not recorder.problem.shrunk else ' (add --shrink)'}")
@@ -136,9 +140,41 @@ def _with_unknown_cost(summary: dict[str, Any], unpriced_models: list[str]) -> d
     return summary
 
 
+class ReplayingRecorder(RunRecorder):
+    """A rerun's recorder: its exemplars come from the store as it was when the original run started (plus the
+    rerun's own kernels, as the original had its own), so its prompts are the original's, not whatever the store
+    has gathered since."""
+
+    exemplars_before: datetime
+
+    def accepted_kernels(self) -> list[tuple[str, float]]:
+        return run_store.accepted_in_problem(self.sessions, self.problem, before=self.exemplars_before,
+                                             run_id=self.run_id)
+
+
+REPLAY_KEY = "exemplars_before"  # in a rerun's stored config: the store's state its exemplars come from
+
+
+def _replaying(recorder: RunRecorder, before: datetime) -> RunRecorder:
+    replaying = ReplayingRecorder(recorder.sessions, recorder.run_id, recorder.problem, recorder.folder,
+                                  recorder.spec)
+    replaying.exemplars_before = before
+    return replaying
+
+
+def _replay_point(sessions: Any, run_id: str) -> datetime | None:
+    """When the exemplar pool of `run_id` was taken: a rerun's stored point, else the run's own start."""
+    run = run_store.get_run(sessions, run_id)
+    if run is None:
+        return None
+    stored = (run.config or {}).get(REPLAY_KEY)
+    return datetime.fromisoformat(stored) if stored else run.created_at
+
+
 def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = None,
-                   executor: Executor | None = None) -> dict[str, Any]:
-    """A new run from `run_id`'s stored spec: the same problem, models, endpoint, sampling, budgets and policy."""
+                   executor: Executor | None = None, fresh_exemplars: bool = False) -> dict[str, Any]:
+    """A new run from `run_id`'s stored spec: the same problem, models, endpoint, sampling, budgets and policy,
+    and the exemplars the original run could draw on (`fresh_exemplars`: whatever the store holds now)."""
     sessions = open_store(db_url, create=False)
     spec = stored_spec(sessions, run_id)
     problem = stored_problem(sessions, spec, run_id)
@@ -146,9 +182,14 @@ def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = 
         update={"device": _runnable_device(spec.optimize.device, progress)})})
     coder, judge = build_models(spec.models)
     missing = check_prices((coder, judge), spec.optimize.budget_usd, progress)
+    before = None if fresh_exemplars else _replay_point(sessions, run_id)
     recorder = RunRecorder.start(sessions, problem, spec, home())
+    if before is not None:
+        run_store.set_run_config(sessions, recorder.run_id, **{REPLAY_KEY: before.isoformat()})
+        recorder = _replaying(recorder, before)
     if progress:
-        progress(f"re-running {run_id} as a new run")
+        progress(f"re-running {run_id} as a new run" + ("" if before is None else
+                 f", with the exemplars the store held at {before:%Y-%m-%d %H:%M:%S} UTC"))
     return _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
 
 

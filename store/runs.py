@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from harness.records import Evaluation
@@ -100,11 +100,24 @@ def totals(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any]:
         return run_totals(session, run_id)
 
 
-def accepted_in_problem(sessions: sessionmaker[Session], problem: Problem) -> list[tuple[str, float]]:
-    """(source, speedup) of every accepted evaluation of this exact problem, any run: exemplar material."""
+def accepted_in_problem(sessions: sessionmaker[Session], problem: Problem, before: datetime | None = None,
+                        run_id: str | None = None) -> list[tuple[str, float]]:
+    """(source, speedup) of every accepted evaluation of this exact problem, any run, in the order they were
+    stored: exemplar material. With `before`, only what the store held then, plus the kernels of `run_id` (a
+    rerun sees the pool its original run saw, and its own kernels as the original saw its own)."""
+    query = (select(CandidateRow.source, EvaluationRow.speedup).join(EvaluationRow).where(
+        EvaluationRow.verdict == "accepted", EvaluationRow.speedup.is_not(None),
+        CandidateRow.problem.has(fingerprint=problem.fingerprint)).order_by(EvaluationRow.id))
+    if before is not None:
+        query = query.where(or_(EvaluationRow.created_at < before, CandidateRow.run_id == run_id))
     with sessions() as session:
-        rows = session.execute(
-            select(CandidateRow.source, EvaluationRow.speedup).join(EvaluationRow).where(
-                EvaluationRow.verdict == "accepted", EvaluationRow.speedup.is_not(None),
-                CandidateRow.problem.has(fingerprint=problem.fingerprint))).all()
+        rows = session.execute(query).all()
     return [(source, float(speedup)) for source, speedup in rows]
+
+
+def set_run_config(sessions: sessionmaker[Session], run_id: str, **fields: Any) -> None:
+    """Add fields to a run's stored config (what a rerun must keep to be resumed alike)."""
+    with sessions.begin() as session:
+        row = session.get(RunRow, run_id)
+        if row is not None:
+            row.config = {**(row.config or {}), **fields}
