@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import secrets
 import statistics
@@ -28,6 +29,7 @@ from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bou
 from harness.measurement.frozen_trials import CheckedTrials, cache_finding, run_trials
 from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.measurement.timed_checks import PROBE_POSITIONS
+from harness.measurement.noise import noise_reasons, significant, spread, widened
 from harness.measurement.timing import believed_samples, speedup_interval, summarize
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
@@ -144,6 +146,7 @@ class _Run:
         self.knockout = False
         self.canaries: Future[list[str]] | None = None
         self.ref_session: ChildSession | None = None
+        self.ref_copy: ChildSession | None = None  # a second reference process: the A/A noise floor
         self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
         self.phase: str | None = None  # "correctness" while the parent drives the trials
         self.checked: CheckedTrials | None = None  # what the parent-driven trials saw
@@ -173,6 +176,8 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
         if reference is not None and not policy.skip_timing:
             # started now, so its interpreter starts while the candidate builds and runs
             run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
+            if policy.noise_floor:
+                run.ref_copy = stack.enter_context(_reference_session(problem, reference, job, policy))
         say("building and running the candidate in an isolated process")
         session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds,
                                forkable=forkable(device), shared=_shared_slots(stack, reference, job, policy))
@@ -266,7 +271,8 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
             and not run.degenerate:  # a degenerate problem's speedup would mean nothing
         say("timing reference and candidate, each in its own process")
         try:
-            run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch, run.checked_side)
+            run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch, run.checked_side,
+                                   run.ref_copy)
             evaluation.phase_seconds["timing_wait"] = run.timed.slot_wait_s
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
@@ -322,26 +328,31 @@ def _saved_outputs(evaluation: Evaluation, scratch: Path) -> list[Any] | None:
 
 
 def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
-               job: J.ChildJob, scratch: Path, checked: FrozenSide | None = None) -> TimedRun:
-    """The reference's child loads before the device's timing slot is taken: the slot only covers measuring."""
-    ref.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
+               job: J.ChildJob, scratch: Path, checked: FrozenSide | None = None,
+               copy: ChildSession | None = None) -> TimedRun:
+    """The reference's children load before the device's timing slot is taken: the slot only covers measuring."""
+    references = (ref,) if copy is None else (ref, copy)
+    for child in references:
+        child.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
     try:
         timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31),
-                        checked)
+                        checked, copy)
     except TimingProtocolError as exc:
         raise ProblemError(f"timing cannot run here: {exc}") from None
     try:
-        if "failed" in ref.request({"cmd": "load"}):
+        if any("failed" in child.request({"cmd": "load"}) for child in references):
             raise ProblemError("the reference failed to load in its timing process")
-        ours = tuple(s.jailed.group.freezer for s in (ref, session) if s.jailed.group.freezer is not None)
+        ours = tuple(s.jailed.group.freezer for s in (*references, session) if s.jailed.group.freezer is not None)
         with timing_slot(job.device, keep=ours, cpus=ref.jailed.limits.cpus) as slot:
             timing.run.slot_wait_s, timing.run.frozen_builds = slot.waited_s, slot.frozen_builds
             try:
                 return timing.measure()
             finally:  # frozen between batches by the protocol: they answer `finish` after this
-                ref.thaw()
-                session.thaw()
+                for child in (*references, session):
+                    child.thaw()
     except TimingProtocolError as exc:
+        if str(exc).startswith("the reference's"):  # the machine's doing, never the candidate's
+            raise ProblemError(f"timing could not run on this machine now: {exc}") from None
         timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
         return timing.run
     except ChildFailed as failed:
@@ -349,8 +360,9 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
             raise ProblemError(f"the reference failed while being timed: {failed}") from None
         raise
     except ChildStopped:
-        if ref.stopped and not session.stopped:
-            raise ProblemError(f"the reference's timing process stopped ({ref.stopped})") from None
+        if any(child.stopped for child in references) and not session.stopped:
+            stopped = next(child.stopped for child in references if child.stopped)
+            raise ProblemError(f"the reference's timing process stopped ({stopped})") from None
         raise
 
 
@@ -402,6 +414,7 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         evaluation.reasons += [cached] if cached else []
     if run.timed is not None:
         _judge_timing(evaluation, run.timed)
+        _state_the_protocol(evaluation, run.timed, policy)
         if evaluation.accepted:
             evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
                                            evaluation.candidate_ms)
@@ -485,7 +498,9 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
     evaluation.ref_timing = summarize(ref)
     evaluation.candidate_timing = summarize(candidate)
     evaluation.speedup = evaluation.ref_timing.median_ms / max(evaluation.candidate_timing.median_ms, 1e-9)
-    evaluation.speedup_ci = speedup_interval(ref, candidate)
+    within = speedup_interval(ref, candidate)
+    evaluation.speedup_ci = within
+    _apply_noise_floor(evaluation, timed, ref, within)
     catch = 1 - 0.99 ** timed.checked_calls
     evaluation.isolation["timing"] = {
         "clock": "CUDA events per call, backed by the parent's clock" if ref is timed.ref_event_ms else
@@ -497,4 +512,39 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
         "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,
         "p_catch_1pct_cache_hits": round(catch, 3), "pilot_batches": timed.pilot_batches,
         "pilot_half_width": None if timed.pilot_half_width is None else round(timed.pilot_half_width, 4),
-        "builds_frozen_while_timed": timed.frozen_builds}
+        "builds_frozen_while_timed": timed.frozen_builds,
+        "load": {"before": timed.load[0].as_dict(), "after": timed.load[1].as_dict()} if timed.load else None}
+
+
+CHILD_STAGED = ("[protocol] timed by the child-staged protocol{where}: the candidate's process made its own timed "
+                "inputs and answered its own probes, so this speedup is not protected against a candidate that patches "
+                "the harness code in its own process{verdict}")
+
+
+def _state_the_protocol(evaluation: Evaluation, timed: TimedRun, policy: EvalPolicy) -> None:
+    """No silently weaker path: a speedup the parent did not drive says so, and strict does not credit it."""
+    evaluation.isolation["protocol"] = "parent-driven" if timed.parent_reads else "child-staged"
+    if timed.parent_reads or not evaluation.accepted:
+        return
+    where = " (CUDA has no parent-driven path yet)" if evaluation.device == "cuda" else \
+        " (this machine lacks a writable cgroup freezer, a sealable shared file or reading a child's memory)"
+    strict = policy.static_policy == "strict"
+    evaluation.reasons.insert(0, CHILD_STAGED.format(where=where, verdict="; strict refuses it" if strict else ""))
+    if strict:
+        evaluation.verdict = Verdict.REJECTED
+
+
+def _apply_noise_floor(evaluation: Evaluation, timed: TimedRun, ref: list[float], within: tuple[float, float]) -> None:
+    """The A/A pair (where it ran) widens the interval and decides whether the speedup is one at all."""
+    copy = timed.copy_event_ms if ref is timed.ref_event_ms else timed.copy_ms
+    precision: dict[str, Any] = {"within_run_ci": [round(v, 4) for v in within]}
+    if len(copy) == len(ref) and copy:
+        aa_ratio = statistics.median(ref) / max(statistics.median(copy), 1e-9)
+        aa = speedup_interval(ref, copy)
+        evaluation.noise_floor = aa
+        evaluation.speedup_ci = widened(within, aa)
+        precision.update({"aa_ratio": round(aa_ratio, 4), "aa_ci": [round(v, 4) for v in aa],
+                          "between_process_spread": round(math.expm1(spread(aa)), 4)})
+        evaluation.reasons.extend(noise_reasons(aa_ratio, aa, timed.load))
+    evaluation.speedup_significant = significant(evaluation.speedup_ci)
+    evaluation.isolation["precision"] = precision

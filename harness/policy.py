@@ -68,4 +68,7 @@ class EvalPolicy(BaseModel):
                            "an unchanged correct answer means forward never depended on its kernel.")
     implausible_speedup: float = Field(10.0, gt=1, description="Speedups above this are re-measured in a fresh "
                                        "process before they are believed.")
+    noise_floor: bool = Field(True, description="Time a second reference process in the same rotation (A/A): the "
+                              "speedup's interval is widened by how far two identical processes disagree, and a "
+                              "speedup counts only where that interval clears 1.")
     skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")

@@ -67,7 +67,9 @@ class Evaluation(BaseModel):
     device: str
     device_info: dict[str, Any] = Field(default_factory=dict)
     speedup: float | None = None
-    speedup_ci: tuple[float, float] | None = None
+    speedup_ci: tuple[float, float] | None = None  # 95%, widened by the A/A spread where the noise floor ran
+    speedup_significant: bool | None = None  # speedup_ci excludes 1.0: the candidate differs beyond the noise
+    noise_floor: tuple[float, float] | None = None  # the A/A interval: the reference timed against a copy of itself
     ref_timing: TimingStats | None = None
     candidate_timing: TimingStats | None = None
     trials: list[TrialResult] = Field(default_factory=list)

@@ -172,7 +172,11 @@ class FrozenSide:
         for slot, inputs in enumerate(values):
             self.write(slot, inputs)
         elapsed, reply = self.session.timed({"cmd": "run", "slots": list(range(len(values)))}, thaw=True)
-        self.session.freeze()
+        try:
+            self.session.freeze()
+        except OSError as exc:
+            whose = "the reference's" if self.reference else "the candidate's"
+            raise SideFailure(f"{whose} process could not be frozen after its batch ({exc})") from None
         outputs = reply.get("outputs")
         self.outputs = outputs if isinstance(outputs, list) and len(outputs) == len(values) else []
         return elapsed, reply

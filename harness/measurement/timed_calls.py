@@ -13,6 +13,7 @@ probability does not shrink with the timing or with large problems.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
@@ -26,6 +27,7 @@ from typing import Any, Iterator
 from harness.isolation.session import ChildSession
 from harness.isolation.timing_slot import pin_thread
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
+from harness.measurement.noise import Load, machine_load
 from harness.measurement.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
 from harness.measurement.timing import speedup_interval
 from harness.policy import EvalPolicy
@@ -54,6 +56,9 @@ class TimedRun:
     candidate_calls: int = 0  # forward calls the candidate made while timed (warm-up and pilot included)
     ref_event_ms: list[float] = field(default_factory=list)  # CUDA: per batch, the median call's event time
     candidate_event_ms: list[float] = field(default_factory=list)
+    copy_ms: list[float] = field(default_factory=list)  # a second reference process, timed in the same rotation
+    copy_event_ms: list[float] = field(default_factory=list)  # (the A/A noise floor: harness/measurement/noise.py)
+    load: tuple[Load, Load] | None = None  # the machine's own accounts, before and after timing
 
 
 class TimingProtocolError(Exception):
@@ -182,8 +187,9 @@ class Timing:
 
     def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
                  device: str, scratch: Path, pool_seed: int | None, seed: int,
-                 checked: FrozenSide | None = None) -> None:
-        """`checked`: the candidate's side that already ran the correctness trials (its slots stay)."""
+                 checked: FrozenSide | None = None, copy: ChildSession | None = None) -> None:
+        """`checked`: the candidate's side that already ran the correctness trials (its slots stay); `copy`: a
+        second reference process, timed like the other two on the same inputs (never checked: the A/A floor)."""
         self.reference, self.policy, self.device = reference, policy, device
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
@@ -192,10 +198,14 @@ class Timing:
             try:
                 self.ref: Side = ParentSide(FrozenSide(ref, True, most))
                 self.cand: Side = ParentSide(checked or FrozenSide(cand, False, most))
+                self.copy: Side | None = ParentSide(FrozenSide(copy, True, most)) if copy is not None else None
             except SideFailure as exc:
                 raise TimingProtocolError(str(exc)) from None
         else:
             self.ref, self.cand = StagingSide(ref, True, scratch), StagingSide(cand, False, scratch)
+            self.copy = StagingSide(copy, True, scratch) if copy is not None else None
+        self.sides: list[Side] = [self.ref, self.cand] + ([self.copy] if self.copy is not None else [])
+        self.orders = list(itertools.permutations(self.sides))  # every order in turn: nobody always runs first
         self.rng = random.Random(seed)
         self.timed_trials = [t for t, name in enumerate(reference.distributions) if name == "default"] or \
             list(range(len(reference.trial_inputs)))
@@ -225,13 +235,17 @@ class Timing:
         return max(elapsed - overhead_ns, 1.0) / max(len(calls), 1) / 1e6
 
     def measure(self) -> TimedRun:
-        with _on_cpus(self.cpus if self.frozen else None):
-            return self._measure()
+        before = machine_load()
+        try:
+            with _on_cpus(self.cpus if self.frozen else None):
+                return self._measure()
+        finally:
+            self.run.load = (before, machine_load())
 
     def _measure(self) -> TimedRun:
         per_call = nbytes(self.reference.trial_inputs[0]) + nbytes(flatten(self.reference.outputs[0]))
         if self.frozen:
-            for side in (self.ref, self.cand):
+            for side in self.sides:
                 try:
                     side.side.prepare(slot_count(self.reference.trial_inputs[0]))
                 except SideFailure as exc:
@@ -243,15 +257,15 @@ class Timing:
         self.run.overhead_ms = overhead / 1e6
         most = slot_count(self.reference.trial_inputs[0]) if self.frozen else 64
         warm = {}
-        for s in (self.ref, self.cand):  # the second round sizes the batches: the first pays for first touches
+        for s in self.sides:  # the second round sizes the batches: the first pays for first touches
             warm[s] = min(self._batch_ms(s, self.recipes(min(self.policy.warmup_calls, most)), overhead)
                           for _ in range(2))
-        batch, batches = _sizes(self.policy, warm[self.ref], warm[self.cand], per_call, most)
+        copy_ms = warm[self.copy] if self.copy is not None else 0.0  # the copy shares the budget, never adds to it
+        batch, batches = _sizes(self.policy, warm[self.ref] + copy_ms, warm[self.cand], per_call, most)
         batches = self._batches_needed(batch, batches, overhead)
         if self.policy.hardening:  # enough calls for the checks' claim, however few the speedup needs
             floor = math.ceil(self.policy.timed_checks / batch)
-            affordable = int(5 * self.policy.timing_budget_s * 1000 / max((warm[self.ref] + warm[self.cand]) * batch,
-                                                                          1e-6))
+            affordable = int(5 * self.policy.timing_budget_s * 1000 / max(sum(warm.values()) * batch, 1e-6))
             batches = max(batches, min(floor, affordable))
         total = batch * batches
         checked = set(range(total)) if self.policy.hardening else set()  # every timed call is probed
@@ -264,10 +278,12 @@ class Timing:
             probed: dict[bool, Any] = {}
             for side in self._order(index):
                 sample = self._batch_ms(side, calls, overhead)
-                (self.run.ref_ms if side is self.ref else self.run.candidate_ms).append(sample)
+                self._samples(side, False).append(sample)
                 event = side.last_event_ms()
                 if event is not None:
-                    (self.run.ref_event_ms if side is self.ref else self.run.candidate_event_ms).append(event)
+                    self._samples(side, True).append(event)
+                if side is self.copy:
+                    continue
                 if mine and not self.frozen:  # right after `done`, before anything else runs
                     probed[side is self.ref] = side.probe(mine, positions)
             if mine and self.frozen:  # both frozen since their `done`: nothing in either has run since
@@ -283,9 +299,18 @@ class Timing:
         output = max(nbytes(flatten(self.reference.outputs[0])), 1)
         return min(self.policy.timed_full_checks, max(2, (512 << 20) // output))
 
-    def _order(self, batch_index: int) -> tuple[Side, Side]:
-        """Who goes first alternates, so neither model always runs on caches the other warmed or evicted."""
-        return (self.ref, self.cand) if batch_index % 2 == 0 else (self.cand, self.ref)
+    def _order(self, batch_index: int) -> tuple[Side, ...]:
+        """Who goes first (and, with the copy, second) rotates through every order, so no process always runs
+        on caches another warmed or evicted."""
+        return self.orders[batch_index % len(self.orders)]
+
+    def _samples(self, side: Side, events: bool) -> list[float]:
+        run = self.run
+        if side is self.ref:
+            return run.ref_event_ms if events else run.ref_ms
+        if side is self.copy:
+            return run.copy_event_ms if events else run.copy_ms
+        return run.candidate_event_ms if events else run.candidate_ms
 
     def _batches_needed(self, batch: int, most: int, overhead: float) -> int:
         """Batches for a ±timing_precision interval of the speedup, predicted from a pilot of min_timed_calls
@@ -298,7 +323,9 @@ class Timing:
         for index in range(pilot):
             calls = self.recipes(batch)
             for side in self._order(index):
-                (ref if side is self.ref else cand).append(self._batch_ms(side, calls, overhead))
+                sample = self._batch_ms(side, calls, overhead)
+                if side is not self.copy:
+                    (ref if side is self.ref else cand).append(sample)
         low, high = speedup_interval(ref, cand, resamples=200)
         half_width = (high - low) / 2 / max(statistics.median(ref) / max(statistics.median(cand), 1e-12), 1e-12)
         needed = math.ceil(pilot * (half_width / self.policy.timing_precision) ** 2)

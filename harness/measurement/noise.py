@@ -1,0 +1,75 @@
+"""The noise floor: how far two identical reference processes disagree (A/A), and what the machine says about
+its own load while timing ran (runs in the parent).
+
+A speedup is one pair of processes, in one memory layout, on one machine state; a rerun gets others. The A/A pair
+measures that spread in the same run, on the same inputs and the same rotation, so the printed interval is widened
+by it and a speedup counts only where the widened interval clears 1. The machine's own accounts (CPU pressure from
+PSI, runnable tasks) say when the spread is the machine's, not the kernel's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+NOISY_AA = 0.05  # an A/A pair further apart than this makes the run too noisy to resolve small differences
+NOISY_PRESSURE = 25.0  # percent of the last 10 s in which some runnable task waited for a CPU (PSI "some avg10")
+
+
+@dataclass(frozen=True)
+class Load:
+    pressure: float | None  # PSI cpu "some avg10", percent; None where the kernel has no PSI
+    runnable: int  # tasks runnable right now (the fourth field of /proc/loadavg, before the slash)
+    cpus: int
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return {"cpu_pressure_pct": self.pressure, "runnable": self.runnable, "cpus": self.cpus}
+
+
+def machine_load() -> Load:
+    pressure = None
+    try:
+        line = Path("/proc/pressure/cpu").read_text().splitlines()[0]
+        pressure = float(dict(part.split("=") for part in line.split()[1:])["avg10"])
+    except (OSError, KeyError, ValueError, IndexError):
+        pass
+    try:
+        runnable = int(Path("/proc/loadavg").read_text().split()[3].split("/")[0])
+    except (OSError, ValueError, IndexError):
+        runnable = 0
+    return Load(pressure, runnable, os.cpu_count() or 1)
+
+
+def spread(aa_interval: tuple[float, float]) -> float:
+    """How far, in log terms, the A/A interval reaches from 1.0: the disagreement of two identical processes."""
+    low, high = aa_interval
+    return max(abs(math.log(max(low, 1e-12))), abs(math.log(max(high, 1e-12))))
+
+
+def widened(interval: tuple[float, float], aa_interval: tuple[float, float]) -> tuple[float, float]:
+    """The speedup's interval from one pair of processes, widened on each side by the A/A spread: the two sides
+    are two processes too, so they may disagree as much as two copies of the reference do."""
+    factor = math.exp(spread(aa_interval))
+    return interval[0] / factor, interval[1] * factor
+
+
+def significant(interval: tuple[float, float]) -> bool:
+    """Whether an interval says the candidate differs from the reference at all (faster or slower)."""
+    return interval[0] > 1.0 or interval[1] < 1.0
+
+
+def noise_reasons(aa_ratio: float, aa_interval: tuple[float, float], loads: tuple[Load, Load] | None) -> list[str]:
+    """A `[noise]` reason where the A/A pair or the machine's own accounts make the interval untrustworthy."""
+    reasons = []
+    far = spread(aa_interval)
+    if far > math.log1p(NOISY_AA):
+        reasons.append(f"[noise] two copies of the reference timed in the same rotation read {aa_ratio:.3f}x "
+                       f"[{aa_interval[0]:.3f}-{aa_interval[1]:.3f}]: this machine cannot resolve differences under "
+                       f"about {math.expm1(far):.0%} right now, and the speedup's interval is widened by that much")
+    pressures = [load.pressure for load in loads or () if load.pressure is not None]
+    if pressures and max(pressures) > NOISY_PRESSURE:
+        reasons.append(f"[noise] other tasks waited for a CPU {max(pressures):.0f}% of the time while this was timed "
+                       "(PSI cpu pressure): rerun on a quieter machine for a tighter interval")
+    return reasons
