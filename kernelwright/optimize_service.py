@@ -122,6 +122,7 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
         spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
                        optimize=config)
         recorder = RunRecorder.start(sessions, problem, spec, home())
+    _note_unpriced(recorder, missing)
     return _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
 
 
@@ -131,6 +132,12 @@ def _problem(problem_spec: str, shrink: bool, progress: Progress | None) -> Prob
         progress(f"size reduction: {describe_changes(shrunk.changes)}" if shrunk.changes
                  else f"{problem.key} already fits the CPU budget: its own sizes are used")
     return problem
+
+
+def _note_unpriced(recorder: RunRecorder, unpriced_models: list[str]) -> None:
+    """Stored with the run, so `runs list`, `runs show` and the report say its cost is unknown."""
+    if unpriced_models:
+        run_store.set_run_config(recorder.sessions, recorder.run_id, unpriced_models=unpriced_models)
 
 
 def _with_unknown_cost(summary: dict[str, Any], unpriced_models: list[str]) -> dict[str, Any]:
@@ -184,6 +191,7 @@ def rerun_optimize(run_id: str, db_url: str | None, progress: Progress | None = 
     missing = check_prices((coder, judge), spec.optimize.budget_usd, progress)
     before = None if fresh_exemplars else _replay_point(sessions, run_id)
     recorder = RunRecorder.start(sessions, problem, spec, home())
+    _note_unpriced(recorder, missing)
     if before is not None:
         run_store.set_run_config(sessions, recorder.run_id, **{REPLAY_KEY: before.isoformat()})
         recorder = _replaying(recorder, before)

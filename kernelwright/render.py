@@ -182,7 +182,7 @@ def runs_table(rows: list[dict[str, Any]]) -> Table:
     return _columns("runs", ["run", "kind", "model", "status", "problems", "best", "LLM calls", "cost"],
                     [[r["run_id"], r["kind"], str(r["model"] or "-"), r["status"],
                       escape(problem_label(str(r["problem"] or r["problems"]), r.get("shrunk"))),
-                      _speed(r["best_speedup"]), str(r["llm_calls"]), f"${r['cost_usd']:.4f}"] for r in rows])
+                      _speed(r["best_speedup"]), str(r["llm_calls"]), cost_label(r)] for r in rows])
 
 
 def run_table(details: dict[str, Any]) -> Table:

@@ -27,7 +27,7 @@ def list_runs(sessions: sessionmaker[Session], limit: int = 50) -> list[dict[str
             rows.append({"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status,
                          "created_at": run.created_at.isoformat(), "problems": count, "problem": problem,
                          "shrunk": _run_shrunk(session, run.config or {}),
-                         "best_speedup": best, **run_totals(session, run.id)})
+                         "best_speedup": best, **_totals(session, run)})
     return rows
 
 
@@ -120,7 +120,14 @@ def get_run_row(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any] 
         if run is None:
             return None
         return {"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status, "config": run.config,
-                "created_at": run.created_at.isoformat(), **run_totals(session, run.id)}
+                "created_at": run.created_at.isoformat(), **_totals(session, run)}
+
+
+def _totals(session: Session, run: RunRow) -> dict[str, Any]:
+    """Calls, tokens and cost; the cost is unknown (None) when the run called a model without a price."""
+    totals = run_totals(session, run.id)
+    unpriced = (run.config or {}).get("unpriced_models")
+    return {**totals, "cost_usd": None, "unpriced_models": unpriced} if unpriced else totals
 
 
 def run_kernels(sessions: sessionmaker[Session], run_id: str) -> dict[str, str]:

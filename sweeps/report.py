@@ -169,16 +169,26 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
             f"<p>status {html.escape(str(details['status']))}, device {html.escape(_device(details, rows))}, "
             f"created {html.escape(str(details.get('created_at', '-')))}, report written "
             f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {details.get('llm_calls', 0)} LLM calls, "
-            f"${details.get('cost_usd', 0):.4f}</p>{_notes_html(details, rows)}{_metrics_table(details['metrics'])}"
+            f"{html.escape(_cost(details))}</p>{_notes_html(details, rows)}{_metrics_table(details['metrics'])}"
             f"<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}{_progress(rows)}</div>"
             f"<table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th><th>95% interval</th>"
             f"<th>reference</th><th>candidate</th><th>kernel</th><th>first reason</th></tr>{table}</table>"
-            f"{_judge_html(details.get('judge') or [])}{_costs_html(details.get('costs') or {})}</body></html>")
+            f"{_judge_html(details.get('judge') or [])}{_costs_html(details.get('costs') or {}, not details.get('unpriced_models'))}</body></html>")
     html_path = folder / "report.html"
     html_path.write_text(page)
     markdown_path = folder / "summary.md"
     markdown_path.write_text(_markdown(details, rows))
     return html_path, markdown_path
+
+
+def _cost(details: dict[str, Any]) -> str:
+    if details.get("unpriced_models"):
+        return f"cost unknown (no price for {', '.join(details['unpriced_models'])})"
+    return f"${details.get('cost_usd') or 0:.4f}"
+
+
+def _dollars(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
 
 
 def _judge_html(advice: list[dict[str, Any]]) -> str:
@@ -190,11 +200,12 @@ def _judge_html(advice: list[dict[str, Any]]) -> str:
             f"{rows}</table>")
 
 
-def _costs_html(costs: dict[str, dict[str, Any]]) -> str:
+def _costs_html(costs: dict[str, dict[str, Any]], priced: bool) -> str:
     if not costs:
         return ""
     rows = "".join(f"<tr><td>{html.escape(purpose)}</td><td>{c['calls']}</td><td>{c['prompt_tokens']}</td>"
-                   f"<td>{c['completion_tokens']}</td><td>${c['cost_usd']:.4f}</td></tr>" for purpose, c in costs.items())
+                   f"<td>{c['completion_tokens']}</td><td>{_dollars(c['cost_usd'] if priced else None)}</td></tr>"
+                   for purpose, c in costs.items())
     return (f"<h2>cost</h2><table><tr><th>model role</th><th>calls</th><th>prompt tokens</th>"
             f"<th>completion tokens</th><th>dollars</th></tr>{rows}</table>")
 

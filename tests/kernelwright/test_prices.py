@@ -58,3 +58,29 @@ def test_a_price_makes_the_budget_acceptable(tmp_path: Path) -> None:
                        "--rounds", "1")
     assert "needs a price" not in result.stderr and "cannot reach" in result.stderr  # as far as the endpoint
     assert "Traceback" not in result.stderr
+
+
+def test_a_run_with_an_unpriced_model_shows_an_unknown_cost_everywhere(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The summary, `runs list`, `runs show` and the report: never $0 for calls whose price nobody knows."""
+    from agent.config import OptimizeConfig
+    from agent.run_spec import ModelSpec
+    from kernelwright.optimize_service import run_optimize
+    from kernelwright.runs_service import run_details, runs_list, write_run_report
+    from tests.agent.fake_executor import ScriptedExecutor, coder_reply, fake_kernel
+    from tests.agent.fake_server import ScriptedServer
+
+    reply = coder_reply(fake_kernel("accepted 1.5"))["content"]
+    db = f"sqlite:///{tmp_path / 'u.db'}"
+    monkeypatch.setenv("LOCAL_KEY", "local-secret")
+    monkeypatch.delenv("KERNELWRIGHT_PRICES", raising=False)
+    with ScriptedServer([("ok", reply)]) as server:
+        models = ModelSpec(model="my-vllm-model", base_url=server.url, api_key_env="LOCAL_KEY")
+        summary = run_optimize("relu", OptimizeConfig(device="cpu", rounds=1), models, db,
+                               executor=ScriptedExecutor())
+    assert summary["cost_usd"] is None and summary["unpriced_models"] == ["my-vllm-model"]
+    (listed,) = runs_list(db)
+    assert listed["cost_usd"] is None and run_details(db, summary["run_id"])["cost_usd"] is None
+    html_path, _ = write_run_report(db, summary["run_id"], str(tmp_path / "report"))
+    page = Path(html_path).read_text()
+    assert "cost unknown (no price for my-vllm-model)" in page and "$0.0000" not in page
