@@ -16,6 +16,7 @@ from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candida
 from agent.prompts import (Attempt, Exemplar, coder_messages, judge_messages, judge_retry_messages,
                            repair_messages)
 from agent.recorder import RunRecorder
+from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
 from harness.execution.profile import kernels_of
@@ -44,6 +45,7 @@ class Optimizer:
         self.fatal: str | None = None
         self.last_error = ""
         self.notes: list[str] = []
+        self.others: list[str] = []  # the last round's other attempts, one line each, for the next prompts
         self.lock = threading.Lock()
 
     def run(self) -> RunResult:
@@ -73,6 +75,7 @@ class Optimizer:
             else:
                 stale += 1
             focus = _focus(round_best, round_outcomes) or focus
+            self.others = _others(round_outcomes, focus)
             if round_best is not None:
                 self._profile(round_, round_best)
             self._report_round(round_, round_outcomes, best, time.perf_counter() - round_started)
@@ -177,7 +180,7 @@ class Optimizer:
         if focus.verdict == Unjudged.UNPARSEABLE:
             return None
         messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description(),
-                                  self.config.policy)
+                                  self.config.policy, self.others)
         started = time.perf_counter()
         try:
             return self._judge(round_, messages)
@@ -209,7 +212,7 @@ class Optimizer:
         exemplars = [Exemplar(source, speedup) for source, speedup in
                      select_exemplars(self.recorder.accepted_kernels(), self.config.exemplars)]
         messages = coder_messages(self.problem, self.config.device, advice, focus, exemplars, self.config.policy,
-                                  self.recorder.hardware_description())
+                                  self.recorder.hardware_description(), self.others)
         slots = range(self.config.candidates)
         started = time.perf_counter()
         if getattr(self.coder, "sequential", False) or self.config.candidates == 1:
@@ -320,6 +323,22 @@ def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
         return best.attempt
     failures = [o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR and o.attempt.source]
     return min(failures, key=lambda o: (o.slot, -o.repair)).attempt if failures else None
+
+
+def _others(outcomes: list[Outcome], focus: Attempt | None, limit: int = 6) -> list[str]:
+    """The round's attempts other than the one the prompts show in full: what each got, in one line (a failure's
+    first compiler error or exception), so the next prompt does not bring back an approach that failed."""
+    lines = []
+    for outcome in outcomes:
+        attempt = outcome.attempt
+        if attempt is focus or attempt.verdict == Unjudged.LLM_ERROR:
+            continue
+        name = f"candidate {outcome.slot + 1}" + (f", fix {outcome.repair}" if outcome.repair else "")
+        result = f"accepted, {attempt.speedup:.2f}x" if attempt.speedup is not None else attempt.verdict
+        why = f": {headline(attempt.reasons[0], attempt.source, 200)}" if attempt.reasons and \
+            attempt.verdict != "accepted" else ""
+        lines.append(f"{name}: {result}{why}")
+    return lines[:limit]
 
 
 def _no_kernel_message(outcomes: list[Outcome]) -> str:

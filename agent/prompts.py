@@ -84,7 +84,7 @@ def _task(problem: Problem, device: str, policy: EvalPolicy | None, hardware: st
 
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
                    previous: Attempt | None, exemplars: list[Exemplar], policy: EvalPolicy | None = None,
-                   hardware: str = "") -> list[Message]:
+                   hardware: str = "", others: list[str] | None = None) -> list[Message]:
     parts = _task(problem, device, policy, hardware)
     if exemplars:
         shown = "\n\n".join(f"Earlier kernel, measured {e.speedup:.2f}x:\n```python\n{e.source.strip()}\n```"
@@ -93,6 +93,8 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
                      f"a few sentences why the faster ones are faster.\n\n{shown}")
     if previous is not None:
         parts.append(f"Your previous attempt:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
+    if others:
+        parts.append(_others_text(others))
     if isinstance(advice, UnusableAdvice):
         parts.append(f"The reviewer's answer could not be parsed ({advice.reason}), so no change was prescribed: "
                      "improve the kernel on your own judgement.")
@@ -113,16 +115,22 @@ def repair_messages(problem: Problem, device: str, failed: Attempt, policy: Eval
     return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 
+def _others_text(others: list[str]) -> str:
+    return "The round's other attempts:\n" + "\n".join(f"- {line}" for line in others)
+
+
 def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str,
-                   policy: EvalPolicy | None = None) -> list[Message]:
+                   policy: EvalPolicy | None = None, others: list[str] | None = None) -> list[Message]:
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
             if attempt.verdict != "accepted" else
             "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
-    content = (f"Problem:\n```python\n{problem.source.strip()}\n```\n\nCandidate kernel:\n```python\n"
-               f"{attempt.source.strip()}\n```\n\nEvaluation on {device} ({hardware}):\n{attempt.summary()}\n\n"
-               f"{judging(device, policy or EvalPolicy())}\n\n{rules(policy or EvalPolicy())}\n\n{mode} Prescribe "
-               "only what these rules allow.\n"
-               f"Answer with JSON only: {JUDGE_SCHEMA}")
+    policy = policy or EvalPolicy()
+    parts = [f"Problem:\n```python\n{problem.source.strip()}\n```",
+             f"Candidate kernel:\n```python\n{attempt.source.strip()}\n```",
+             f"Evaluation on {device} ({hardware}):\n{attempt.summary()}",
+             *([_others_text(others)] if others else []), judging(device, policy), rules(policy),
+             f"{mode} Prescribe only what these rules allow.\nAnswer with JSON only: {JUDGE_SCHEMA}"]
+    content = "\n\n".join(parts)
     return [{"role": "system", "content": "You review GPU/CPU kernels. You prescribe exactly one change."},
             {"role": "user", "content": content}]
 

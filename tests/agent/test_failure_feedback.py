@@ -17,6 +17,7 @@ from harness import EvalPolicy
 from kernelwright.optimize_service import run_optimize
 from store import EvaluationRow, LLMCallRow, open_store
 from tests.agent.fake_executor import coder_reply, judge_reply
+from tests.agent.fake_server import ScriptedServer
 from tests.agent.real_executor import EvaluatingExecutor
 
 pytestmark = pytest.mark.slow
@@ -65,3 +66,17 @@ def test_a_model_with_extension_h_habits_is_repaired_without_a_judge_round(tmp_p
         verdicts = [row.verdict for row in session.scalars(select(EvaluationRow).order_by(EvaluationRow.id))]
     assert [c.purpose for c in calls] == ["coder", "repair1"] and verdicts == ["compile_error", "accepted"]
     assert ERROR_LINE in calls[1].messages[-1]["content"]
+
+
+def test_over_an_openai_compatible_endpoint_the_next_request_holds_the_error_line(tmp_path: Path) -> None:
+    """As a served model sees it: the request after the failed build carries the compiler's error line."""
+    bad = torch_check_kernel()
+    fixed = bad.replace("TORCH_CHECK(", "STD_TORCH_CHECK(").replace("kw_relu_check", "kw_relu_fix")
+    db = f"sqlite:///{tmp_path / 'served.db'}"
+    config = OptimizeConfig(device="cpu", rounds=1, policy=EvalPolicy(timing_budget_s=0.1))
+    with ScriptedServer([("ok", f"```python\n{bad}```"), ("ok", f"Fixed:\n```python\n{fixed}```")]) as server:
+        summary = run_optimize("relu", config, ModelSpec(model="served-model", base_url=server.url,
+                                                         api_key_env="NONE"), db, executor=EvaluatingExecutor())
+    assert len(server.requests) == 2 and summary["best"] is not None
+    prompt = server.requests[1]["body"]["messages"][-1]["content"]
+    assert ERROR_LINE in prompt and "did not build" in prompt

@@ -88,3 +88,15 @@ def test_best_of_n_repairs_each_failed_slot(tmp_path: Path) -> None:
     assert summary["best"]["speedup"] == 2.0
     with open_store(db)() as session:
         assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 3
+
+
+def test_the_rounds_other_attempts_reach_the_judge_and_the_coder(tmp_path: Path) -> None:
+    replies = [coder_reply(BROKEN[0]), coder_reply(FAST), judge_reply("unroll"), coder_reply(FAST),
+               coder_reply(FAST)]
+    _, _, db = _run(tmp_path, replies, candidates=2, rounds=2, repair_attempts=0)
+    calls = _calls(db)
+    judge = next(c for c in calls if c.purpose == "judge").messages[-1]["content"]
+    coder = [c for c in calls if c.purpose == "coder" and c.round == 1][0].messages[-1]["content"]
+    for prompt in (judge, coder):
+        assert "The round's other attempts:\n- candidate 1: compile_error: [scripted] compile_error" in prompt
+    assert "speedup: 1.500x" in judge  # the judged kernel is the accepted one, shown in full
