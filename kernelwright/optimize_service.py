@@ -24,8 +24,9 @@ from kernelbench.problem import Problem
 from kernelbench.shrink import describe_changes
 from kernelwright.eval_service import UsageError, refuse_unallocatable, target_problem
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
-from kernelwright.runs_service import speedup_found
+from kernelwright.runs_service import best_evaluation, speedup_found
 from store import open_store, store_location
+from store.browse import run_evaluations
 from store import runs as run_store
 
 
@@ -230,8 +231,8 @@ def _drive(recorder: RunRecorder, coder: ChatModel, judge: ChatModel, db_url: st
         if owned:
             executor.shutdown()
     summary = recorder.finish(result)
-    best = summary["best"]["speedup"] if summary["best"] else None
-    return {**summary, "shrunk": recorder.problem.shrunk, "speedup_found": speedup_found(best)}
+    found = speedup_found(best_evaluation(run_evaluations(recorder.sessions, recorder.run_id)))
+    return {**summary, "shrunk": recorder.problem.shrunk, "speedup_found": found}
 
 
 def resume_command(run_id: str, db_url: str | None) -> str:

@@ -108,7 +108,7 @@ def optimize_table(summary: dict[str, Any]) -> Table:
     best = summary["best"]
     table.add_row("run", summary["run_id"])
     table.add_row("status", summary["status"] + (f": {escape(summary['message'])}" if summary.get("message") else ""))
-    table.add_row("best", best_label(best))
+    table.add_row("best", best_label(best, summary.get("speedup_found")))
     table.add_row("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']} prompt + "
                          f"{summary['completion_tokens']} completion tokens, {cost_label(summary)}")
     table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))
@@ -116,12 +116,12 @@ def optimize_table(summary: dict[str, Any]) -> Table:
     return table
 
 
-def best_label(best: dict[str, Any] | None) -> str:
+def best_label(best: dict[str, Any] | None, found: bool | None) -> str:
     """The best kernel, or why there is none worth using: not accepted, or not faster than the reference."""
     if best is None:
         return "none accepted"
     where = f"round {best['round']}, {escape(best['path'])}" if best.get("path") else ""
-    if best["speedup"] is None or best["speedup"] <= 1.0:
+    if not found:
         return f"[bold yellow]{NO_SPEEDUP}[/] (best accepted kernel: {_speed(best['speedup'])}, {where})"
     return f"[bold green]{best['speedup']:.3f}x[/] ({where})"
 

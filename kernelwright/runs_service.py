@@ -25,14 +25,13 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
     if run["kind"] == "sweep":
         return {**run, **sweep_summary(sessions, run_id)}
     evaluations = run_evaluations(sessions, run_id)
-    accepted = [e for e in evaluations if e["verdict"] == "accepted" and e["speedup"]]
-    best = max(accepted, key=lambda e: e["speedup"]) if accepted else None
+    best = best_evaluation(evaluations)
     attempts = sorted(evaluations + _unevaluated(evaluations, run_coder_calls(sessions, run_id)),
                       key=lambda e: (e["round"] or 0, e["slot"] or 0))
     return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in attempts],
             "best": None if best is None else {"verdict": "accepted", "speedup": best["speedup"],
                                                "speedup_ci": best["speedup_ci"], "candidate_id": best["candidate_id"]},
-            "speedup_found": speedup_found(best["speedup"] if best else None),
+            "speedup_found": speedup_found(best),
             "shrunk": next((e["shrunk"] for e in evaluations if e["shrunk"]), None),
             "judge": _judge_advice(run_judge_calls(sessions, run_id)), "costs": run_costs(sessions, run_id),
             "metrics": by_level(_best_per_problem(evaluations).values())}
@@ -59,10 +58,18 @@ def _judge_advice(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [advice[r] for r in sorted(advice)]
 
 
-def speedup_found(best_speedup: float | None) -> bool | None:
-    """Whether the best accepted kernel is faster than the reference (None: nothing was accepted). When it is
-    not, the reference stays: a slower kernel is no result, whatever its verdict."""
-    return None if best_speedup is None else best_speedup > 1.0
+def speedup_found(best: dict[str, Any] | None) -> bool | None:
+    """Whether the best accepted evaluation is faster than the reference (None: nothing was accepted): above
+    1.0x, and beyond the noise where the harness measured that (`speedup_significant`). When it is not, the
+    reference stays: a kernel no faster than it is no result, whatever its verdict."""
+    if best is None or best.get("speedup") is None:
+        return None
+    return best["speedup"] > 1.0 and best.get("speedup_significant") is not False
+
+
+def best_evaluation(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
+    accepted = [e for e in evaluations if e["verdict"] == "accepted" and e["speedup"]]
+    return max(accepted, key=lambda e: e["speedup"]) if accepted else None
 
 
 def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:

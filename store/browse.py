@@ -50,7 +50,8 @@ def run_evaluations(sessions: sessionmaker[Session], run_id: str) -> list[dict[s
                  .where(CandidateRow.run_id == run_id).order_by(EvaluationRow.id))
         return [{"round": (c.round or 0) + 1 if c.round is not None else None, "slot": c.slot, "problem": p.name,
                  "level": p.level, "shrunk": shrink_note(p.source), "verdict": e.verdict, "speedup": e.speedup,
-                 "speedup_ci": _interval(e), "ref_ms": e.ref_ms, "candidate_ms": e.candidate_ms,
+                 "speedup_ci": _interval(e), "speedup_significant": (e.record or {}).get("speedup_significant"),
+                 "ref_ms": e.ref_ms, "candidate_ms": e.candidate_ms,
                  "reason": (e.reasons or [""])[0], "candidate_id": c.id,
                  "source": c.source, "evaluation_id": e.id, "device": e.device}
                 for c, e, p in session.execute(query)]

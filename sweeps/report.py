@@ -37,7 +37,8 @@ def _timing(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sweep_detail(problem: dict[str, Any]) -> str:
-    slower = problem["verdict"] == "accepted" and problem["speedup"] is not None and problem["speedup"] <= 1.0
+    slower = problem["verdict"] == "accepted" and problem["speedup"] is not None and (
+        problem["speedup"] <= 1.0 or problem.get("speedup_significant") is False)
     return (f"{NO_SPEEDUP}. " if slower else "") + (problem.get("detail") or "")
 
 

@@ -278,7 +278,7 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
     shrunk = _shrink_notes(sessions, [r.problem_ref for r in items])
     timings = _timings(sessions, [r.evaluation_id for r in items if r.evaluation_id is not None])
     problems = [{"name": r.problem_key, "level": r.level, "shrunk": shrunk.get(r.problem_ref), "status": r.status,
-                 **timings.get(r.evaluation_id, {"ref_ms": None, "speedup_ci": None}),
+                 **timings.get(r.evaluation_id, {"ref_ms": None, "speedup_ci": None, "speedup_significant": None}),
                  "best": None if r.status != "done" or r.verdict in (None, *(u.value for u in Unjudged))
                  else {"verdict": r.verdict, "speedup": r.speedup},
                  "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
@@ -303,9 +303,11 @@ def _timings(sessions: sessionmaker[Session], evaluation_ids: list[int]) -> dict
     """The reference's time and the speedup's 95% interval of each evaluation, by id."""
     with sessions() as session:
         rows = session.execute(select(EvaluationRow.id, EvaluationRow.ref_ms, EvaluationRow.speedup_low,
-                                      EvaluationRow.speedup_high).where(EvaluationRow.id.in_(evaluation_ids)))
-        return {i: {"ref_ms": ref, "speedup_ci": None if low is None or high is None else [low, high]}
-                for i, ref, low, high in rows}
+                                      EvaluationRow.speedup_high, EvaluationRow.record)
+                               .where(EvaluationRow.id.in_(evaluation_ids)))
+        return {i: {"ref_ms": ref, "speedup_ci": None if low is None or high is None else [low, high],
+                    "speedup_significant": (record or {}).get("speedup_significant")}
+                for i, ref, low, high, record in rows}
 
 
 def _shrink_notes(sessions: sessionmaker[Session], problem_refs: list[int]) -> dict[int, str | None]:

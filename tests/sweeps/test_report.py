@@ -95,3 +95,13 @@ def test_long_reasons_are_clipped_at_a_word_boundary() -> None:
     clipped = clip(text, 40)
     assert clipped.endswith("…") and len(clipped) <= 40 and text.startswith(clipped[:-1])
     assert text[len(clipped) - 1] == " "  # cut between words
+
+
+def test_a_speedup_inside_the_noise_is_no_speedup() -> None:
+    from kernelwright.runs_service import speedup_found
+
+    assert speedup_found(None) is None
+    assert speedup_found({"speedup": 1.05, "speedup_significant": False}) is False  # interval covers 1.0
+    assert speedup_found({"speedup": 0.9, "speedup_significant": True}) is False  # significantly slower
+    assert speedup_found({"speedup": 1.5, "speedup_significant": True}) is True
+    assert speedup_found({"speedup": 1.5, "speedup_significant": None}) is True  # measured before the A/A floor
