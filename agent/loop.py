@@ -74,10 +74,10 @@ class Optimizer:
                 best, stale = round_best, 0
             else:
                 stale += 1
-            focus = _focus(round_best, round_outcomes) or focus
+            focus = _focus(best, round_outcomes) or focus
             self.others = _others(round_outcomes, focus)
-            if round_best is not None:
-                self._profile(round_, round_best)
+            if best is not None:
+                self._profile(round_, best)
             self._report_round(round_, round_outcomes, best, time.perf_counter() - round_started)
             if best is not None and stale >= self.config.patience:
                 status = "converged"
@@ -279,6 +279,8 @@ class Optimizer:
         evaluation = judged.evaluation
         if not (self.config.profile and self.config.device == "cuda" and evaluation is not None):
             return
+        if judged.attempt.profile:  # the best of an earlier round, profiled then
+            return
         if evaluation.metrics:  # resumed: profiled before
             judged.attempt.profile = evaluation.metrics
             return
@@ -317,8 +319,9 @@ def _attempt(source: str, evaluation: Evaluation) -> Attempt:
 
 
 def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
-    """What the judge reads next: the round's best kernel, else the first slot's last failure that has code to
-    look at (after its repairs, the latest kernel and error)."""
+    """What the judge and the coder start from next: the run's best kernel (after a slower or failed round the
+    search returns to it; the round's attempts reach the prompts as one line each), else the first slot's last
+    failure that has code to look at (after its repairs, the latest kernel and error)."""
     if best is not None:
         return best.attempt
     failures = [o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR and o.attempt.source]

@@ -92,7 +92,8 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
         parts.append("Earlier accepted kernels for this problem, slowest first. Before writing yours, explain in "
                      f"a few sentences why the faster ones are faster.\n\n{shown}")
     if previous is not None:
-        parts.append(f"Your previous attempt:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
+        label = "The best kernel so far" if previous.verdict == "accepted" else "Your previous attempt"
+        parts.append(f"{label}:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
     if others:
         parts.append(_others_text(others))
     if isinstance(advice, UnusableAdvice):

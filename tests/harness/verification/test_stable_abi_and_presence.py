@@ -40,8 +40,8 @@ RENAMED = {
                                   "using namespace torch::stable;"),
     "using declaration": max_kernel("    return sum(x, {dim});", "using torch::stable::sum;"),
     "function pointer": max_kernel("    auto reduce = &torch::stable::amax;\n    return reduce(x, dim, false);"),
-    "C shim": max_kernel("    AtenTensorHandle ret = nullptr;\n    aoti_torch_aten_amax(x.get(), &dim, 1, false, &ret);\n"
-                         "    return Tensor(ret);"),
+    "C shim": max_kernel("    AtenTensorHandle ret = nullptr;\n"
+                         "    aoti_torch_aten_amax(x.get(), &dim, 1, false, &ret);\n    return Tensor(ret);"),
     "dispatcher": max_kernel('    StableIValue stack[3];\n    aoti_torch_call_dispatcher("aten::amax", "", stack);\n'
                              "    return Tensor(nullptr);"),
 }

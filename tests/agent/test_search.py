@@ -1,0 +1,47 @@
+"""The search keeps its best: after a slower round (or a failed one) the judge and the coder start again from the
+run's best kernel, the slower attempt reaching them as one line; only that kernel is profiled."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlalchemy import select
+
+from agent.config import OptimizeConfig
+from agent.run_spec import ModelSpec
+from kernelwright.optimize_service import run_optimize
+from store import LLMCallRow, open_store
+from tests.agent.fake_executor import ScriptedExecutor, coder_reply, fake_kernel, judge_reply
+
+FAST, SLOWER, WRONG = fake_kernel("accepted 1.5"), fake_kernel("accepted 1.2"), fake_kernel("incorrect")
+
+
+def _prompts(tmp_path: Path, replies: list[dict[str, str]], **config: object) -> tuple[dict, list[LLMCallRow]]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": replies}))
+    db = f"sqlite:///{tmp_path / 'search.db'}"
+    options = {"device": "cpu", "patience": 5, **config}
+    summary = run_optimize("relu", OptimizeConfig(**options), ModelSpec(model=f"scripted:{script}"), db,
+                           executor=ScriptedExecutor())
+    with open_store(db)() as session:
+        return summary, list(session.scalars(select(LLMCallRow).order_by(LLMCallRow.id)))
+
+
+def test_after_a_slower_round_the_search_returns_to_the_best_kernel(tmp_path: Path) -> None:
+    replies = [coder_reply(FAST), judge_reply("unroll by 4"), coder_reply(SLOWER), judge_reply("prefetch"),
+               coder_reply(WRONG), judge_reply("keep it"), coder_reply(FAST)]
+    summary, calls = _prompts(tmp_path, replies, rounds=4)
+    judges = [c.messages[-1]["content"] for c in calls if c.purpose == "judge"]
+    coders = [c.messages[-1]["content"] for c in calls if c.purpose == "coder"]
+    assert all("speedup: 1.500x" in prompt for prompt in judges)  # round 3 and 4's judges read the 1.5x kernel
+    assert "- candidate 1: accepted, 1.20x" in judges[1]
+    assert "- candidate 1: incorrect: [scripted] incorrect" in judges[2]
+    assert f"The best kernel so far:\n```python\n{FAST.strip()}" in coders[2]
+    assert f"The best kernel so far:\n```python\n{FAST.strip()}" in coders[3]
+    assert summary["best"]["speedup"] == 1.5 and summary["best"]["round"] == 1
+
+
+def test_without_an_accepted_kernel_the_coder_fixes_its_latest_failure(tmp_path: Path) -> None:
+    _, calls = _prompts(tmp_path, [coder_reply(WRONG), judge_reply("fix the scale"), coder_reply(FAST)], rounds=2)
+    assert f"Your previous attempt:\n```python\n{WRONG.strip()}" in calls[-1].messages[-1]["content"]
