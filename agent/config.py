@@ -28,6 +28,12 @@ class OptimizeConfig(BaseModel):
     repair_attempts: int = Field(2, ge=0, description="Direct fixes per candidate whose build or run failed "
                                  "(compile_error, runtime_error): the coder gets its kernel and the error back, "
                                  "before the judge is asked; 0 sends every failure to the judge.")
+    stop_at_first_accepted: bool = Field(False, description="End the run (status first_accepted) after the first "
+                                         "round that yields an accepted kernel: for a correct kernel, not the "
+                                         "fastest.")
+    diverse_first_round: bool = Field(True, description="With several candidates, the first round's coder calls "
+                                      "each get a different direction to try (slot 1 none): a spread of "
+                                      "approaches rather than N samples of one.")
     max_llm_failures: int = Field(3, ge=1, description="Stop the run (status failed) after this many LLM calls "
                                                        "in a row fail.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")

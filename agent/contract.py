@@ -38,6 +38,26 @@ STABLE_REFERENCE = """The stable ABI in brief (namespace torch::stable; no at::,
   int[] -> std::vector<int64_t>, Tensor? -> std::optional<torch::stable::Tensor>."""
 
 
+_DIRECTIONS = {
+    "cpu": ("Make the innermost loop contiguous and branch-free so that -O3 vectorizes it; restructure the "
+            "loop nest or the memory layout for that.",
+            "Block the computation for the caches: work on tiles that fit in L1/L2 and reuse each one fully.",
+            "Fuse everything forward computes into a single pass over memory, with no intermediate tensors.",
+            "Unroll with several independent accumulators to hide the latency of dependent operations."),
+    "cuda": ("Start with one thread per output element and coalesced loads; get it correct and launch-cheap.",
+             "Tile through shared memory so each global load is reused by many threads.",
+             "Use vectorized memory access (float4) and enough work per thread to saturate DRAM bandwidth.",
+             "Use warp-level primitives (__shfl_down_sync) for reductions, with one block per row or tile.",
+             "Fuse everything forward computes into one kernel, with no intermediate tensors in global memory."),
+}
+
+
+def direction(device: str, slot: int) -> str | None:
+    """A different approach for each best-of-N slot of a first round (slot 0: none, the model's own choice)."""
+    options = _DIRECTIONS["cpu" if device == "cpu" else "cuda"]
+    return None if slot == 0 else options[(slot - 1) % len(options)]
+
+
 def device_contract(device: str) -> str:
     """The device's build contract, the stable ABI's reference, and two complete examples: the ReLU (one tensor in,
     the same shape out) and a weighted sum (an int argument, a weight, an output of another shape)."""

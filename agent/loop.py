@@ -10,6 +10,7 @@ from concurrent.futures import Future
 from typing import Callable, TypeVar
 
 from agent.config import OptimizeConfig
+from agent.contract import direction
 from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
 from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candidate, parse_judge
@@ -79,6 +80,9 @@ class Optimizer:
             if best is not None:
                 self._profile(round_, best)
             self._report_round(round_, round_outcomes, best, time.perf_counter() - round_started)
+            if best is not None and self.config.stop_at_first_accepted:
+                status = "first_accepted"
+                break
             if best is not None and stale >= self.config.patience:
                 status = "converged"
                 break
@@ -211,14 +215,17 @@ class Optimizer:
         are matched in call order, is asked one call at a time)."""
         exemplars = [Exemplar(source, speedup) for source, speedup in
                      select_exemplars(self.recorder.accepted_kernels(), self.config.exemplars)]
-        messages = coder_messages(self.problem, self.config.device, advice, focus, exemplars, self.config.policy,
-                                  self.recorder.hardware_description(), self.others)
+        hardware = self.recorder.hardware_description()
+        diverse = round_ == 0 and self.config.candidates > 1 and self.config.diverse_first_round
+        messages = [coder_messages(self.problem, self.config.device, advice, focus, exemplars, self.config.policy,
+                                   hardware, self.others, direction(self.config.device, slot) if diverse else None)
+                    for slot in range(self.config.candidates)]
         slots = range(self.config.candidates)
         started = time.perf_counter()
         if getattr(self.coder, "sequential", False) or self.config.candidates == 1:
-            sources = [self._write(round_, slot, messages) for slot in slots]
+            sources = [self._write(round_, slot, messages[slot]) for slot in slots]
         else:
-            sources = _concurrently(lambda slot: self._write(round_, slot, messages), list(slots))
+            sources = _concurrently(lambda slot: self._write(round_, slot, messages[slot]), list(slots))
         self.seconds["llm_wait"] += time.perf_counter() - started
         return sources
 

@@ -84,8 +84,11 @@ def _task(problem: Problem, device: str, policy: EvalPolicy | None, hardware: st
 
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
                    previous: Attempt | None, exemplars: list[Exemplar], policy: EvalPolicy | None = None,
-                   hardware: str = "", others: list[str] | None = None) -> list[Message]:
+                   hardware: str = "", others: list[str] | None = None,
+                   direction: str | None = None) -> list[Message]:
     parts = _task(problem, device, policy, hardware)
+    if direction:
+        parts.append(f"The direction for this attempt (other attempts try other ones): {direction}")
     if exemplars:
         shown = "\n\n".join(f"Earlier kernel, measured {e.speedup:.2f}x:\n```python\n{e.source.strip()}\n```"
                             for e in sorted(exemplars, key=lambda e: e.speedup))

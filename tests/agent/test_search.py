@@ -18,6 +18,7 @@ FAST, SLOWER, WRONG = fake_kernel("accepted 1.5"), fake_kernel("accepted 1.2"), 
 
 
 def _prompts(tmp_path: Path, replies: list[dict[str, str]], **config: object) -> tuple[dict, list[LLMCallRow]]:
+    tmp_path.mkdir(exist_ok=True)
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"replies": replies}))
     db = f"sqlite:///{tmp_path / 'search.db'}"
@@ -45,3 +46,22 @@ def test_after_a_slower_round_the_search_returns_to_the_best_kernel(tmp_path: Pa
 def test_without_an_accepted_kernel_the_coder_fixes_its_latest_failure(tmp_path: Path) -> None:
     _, calls = _prompts(tmp_path, [coder_reply(WRONG), judge_reply("fix the scale"), coder_reply(FAST)], rounds=2)
     assert f"Your previous attempt:\n```python\n{WRONG.strip()}" in calls[-1].messages[-1]["content"]
+
+
+def test_first_round_candidates_each_get_their_own_direction(tmp_path: Path) -> None:
+    replies = [coder_reply(fake_kernel(f"accepted 1.{n}")) for n in range(3)] + [judge_reply()] + \
+        [coder_reply(FAST)] * 3
+    _, calls = _prompts(tmp_path, replies, rounds=2, candidates=3)
+    first = [c.messages[-1]["content"] for c in calls if c.purpose == "coder" and c.round == 0]
+    later = [c.messages[-1]["content"] for c in calls if c.purpose == "coder" and c.round == 1]
+    assert "The direction for this attempt" not in first[0] and len(set(first)) == 3
+    assert "contiguous and branch-free" in first[1] and "Block the computation" in first[2]
+    assert all("The direction for this attempt" not in prompt for prompt in later)
+    _, calls = _prompts(tmp_path / "same", replies, rounds=1, candidates=3, diverse_first_round=False)
+    assert len({c.messages[-1]["content"] for c in calls}) == 1
+
+
+def test_a_run_can_stop_at_its_first_accepted_kernel(tmp_path: Path) -> None:
+    summary, calls = _prompts(tmp_path, [coder_reply(WRONG), judge_reply(), coder_reply(FAST)], rounds=5,
+                              stop_at_first_accepted=True)
+    assert summary["status"] == "first_accepted" and summary["best"]["round"] == 2 and len(calls) == 3
