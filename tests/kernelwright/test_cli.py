@@ -28,7 +28,8 @@ def test_eval_json_contract_and_exit_codes(tmp_path: Path) -> None:
     accepted = _run("eval", "relu", str(RELU_CANDIDATE), "--device", "cpu", "--json", "--db", db)
     assert accepted.returncode == 0, accepted.stderr
     data = json.loads(accepted.stdout)
-    assert data["verdict"] == "accepted" and data["reasons"] == []
+    assert data["verdict"] == "accepted"
+    assert [r for r in data["reasons"] if not r.startswith("[noise]")] == []  # a loaded machine may say so
     assert data["speedup"] > 0 and data["ref_ms"] > 0 and data["candidate_ms"] > 0
     not_accepted = _run("eval", "gelu", str(RELU_CANDIDATE), "--device", "cpu", "--json", "--db", db)
     assert not_accepted.returncode == 1
