@@ -47,6 +47,8 @@ class Optimizer:
         self.last_error = ""
         self.notes: list[str] = []
         self.others: list[str] = []  # the last round's other attempts, one line each, for the next prompts
+        self.history: list[str] = []  # one line per round: the change asked for, what was expected, what came
+        self.advice: JudgeAdvice | UnusableAdvice | None = None
         self.lock = threading.Lock()
 
     def run(self) -> RunResult:
@@ -77,6 +79,7 @@ class Optimizer:
                 stale += 1
             focus = _focus(best, round_outcomes) or focus
             self.others = _others(round_outcomes, focus)
+            self.history.append(_history_line(round_, self.advice, round_outcomes, best))
             if best is not None:
                 self._profile(round_, best)
             self._report_round(round_, round_outcomes, best, time.perf_counter() - round_started)
@@ -94,6 +97,7 @@ class Optimizer:
 
     def _round(self, round_: int, focus: Attempt | None) -> list[Outcome]:
         advice = self._advise(round_, focus) if focus else None
+        self.advice = advice
         self._check_endpoint()
         sources = self._write_round(round_, advice, focus)
         self._check_endpoint()
@@ -184,7 +188,7 @@ class Optimizer:
         if focus.verdict == Unjudged.UNPARSEABLE:
             return None
         messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description(),
-                                  self.config.policy, self.others)
+                                  self.config.policy, self.others, self.history)
         started = time.perf_counter()
         try:
             return self._judge(round_, messages)
@@ -218,7 +222,8 @@ class Optimizer:
         hardware = self.recorder.hardware_description()
         diverse = round_ == 0 and self.config.candidates > 1 and self.config.diverse_first_round
         messages = [coder_messages(self.problem, self.config.device, advice, focus, exemplars, self.config.policy,
-                                   hardware, self.others, direction(self.config.device, slot) if diverse else None)
+                                   hardware, self.others, direction(self.config.device, slot) if diverse else None,
+                                   self.history)
                     for slot in range(self.config.candidates)]
         slots = range(self.config.candidates)
         started = time.perf_counter()
@@ -349,6 +354,34 @@ def _others(outcomes: list[Outcome], focus: Attempt | None, limit: int = 6) -> l
             attempt.verdict != "accepted" else ""
         lines.append(f"{name}: {result}{why}")
     return lines[:limit]
+
+
+def _history_line(round_: int, advice: JudgeAdvice | UnusableAdvice | None, outcomes: list[Outcome],
+                  best: Outcome | None) -> str:
+    """What one round tried and what it gave: the judge's change and expected effect, then the round's best
+    result (or its first failure), against the best so far."""
+    asked = ""
+    if isinstance(advice, JudgeAdvice):
+        expected = f" (expected: {_clip(advice.expected_effect, 120)})" if advice.expected_effect else ""
+        asked = f"asked to {_clip(advice.change, 200)}{expected}; "
+    elif isinstance(advice, UnusableAdvice):
+        asked = "no usable advice; "
+    accepted = _fastest(outcomes)
+    if accepted is not None:
+        got = f"got {accepted.attempt.speedup:.2f}x"
+        got += " (the best so far)" if accepted is best else f" (best so far {best.attempt.speedup:.2f}x)" if best \
+            else ""
+    else:
+        failed = next((o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR), None)
+        got = "got no kernel (the coder calls failed)" if failed is None else \
+            f"got {failed.attempt.verdict}" + (f": {headline(failed.attempt.reasons[0], failed.attempt.source, 160)}"
+                                               if failed.attempt.reasons else "")
+    return f"round {round_ + 1}: {asked}{got}"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 4].rsplit(" ", 1)[0] + " ..."
 
 
 def _no_kernel_message(outcomes: list[Outcome]) -> str:

@@ -85,7 +85,7 @@ def _task(problem: Problem, device: str, policy: EvalPolicy | None, hardware: st
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
                    previous: Attempt | None, exemplars: list[Exemplar], policy: EvalPolicy | None = None,
                    hardware: str = "", others: list[str] | None = None,
-                   direction: str | None = None) -> list[Message]:
+                   direction: str | None = None, history: list[str] | None = None) -> list[Message]:
     parts = _task(problem, device, policy, hardware)
     if direction:
         parts.append(f"The direction for this attempt (other attempts try other ones): {direction}")
@@ -99,6 +99,8 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
         parts.append(f"{label}:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
     if others:
         parts.append(_others_text(others))
+    if history:
+        parts.append(_history_text(history))
     if isinstance(advice, UnusableAdvice):
         parts.append(f"The reviewer's answer could not be parsed ({advice.reason}), so no change was prescribed: "
                      "improve the kernel on your own judgement.")
@@ -123,8 +125,14 @@ def _others_text(others: list[str]) -> str:
     return "The round's other attempts:\n" + "\n".join(f"- {line}" for line in others)
 
 
+def _history_text(history: list[str], last: int = 8) -> str:
+    """The run so far, a line a round (the last few): what was tried, what was expected, what happened."""
+    return "What this run has tried so far:\n" + "\n".join(f"- {line}" for line in history[-last:])
+
+
 def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str,
-                   policy: EvalPolicy | None = None, others: list[str] | None = None) -> list[Message]:
+                   policy: EvalPolicy | None = None, others: list[str] | None = None,
+                   history: list[str] | None = None) -> list[Message]:
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
             if attempt.verdict != "accepted" else
             "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
@@ -132,7 +140,8 @@ def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: st
     parts = [f"Problem:\n```python\n{problem.source.strip()}\n```",
              f"Candidate kernel:\n```python\n{attempt.source.strip()}\n```",
              f"Evaluation on {device} ({hardware}):\n{attempt.summary()}",
-             *([_others_text(others)] if others else []), judging(device, policy), rules(policy),
+             *([_others_text(others)] if others else []), *([_history_text(history)] if history else []),
+             judging(device, policy), rules(policy),
              f"{mode} Prescribe only what these rules allow.\nAnswer with JSON only: {JUDGE_SCHEMA}"]
     content = "\n\n".join(parts)
     return [{"role": "system", "content": "You review GPU/CPU kernels. You prescribe exactly one change."},

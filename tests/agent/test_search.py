@@ -30,7 +30,9 @@ def _prompts(tmp_path: Path, replies: list[dict[str, str]], **config: object) ->
 
 
 def test_after_a_slower_round_the_search_returns_to_the_best_kernel(tmp_path: Path) -> None:
-    replies = [coder_reply(FAST), judge_reply("unroll by 4"), coder_reply(SLOWER), judge_reply("prefetch"),
+    unroll = {"purpose": "judge", "content": json.dumps({"diagnosis": "latency-bound", "change": "unroll by 4",
+                                                           "expected_effect": "about 1.3x faster"})}
+    replies = [coder_reply(FAST), unroll, coder_reply(SLOWER), judge_reply("prefetch"),
                coder_reply(WRONG), judge_reply("keep it"), coder_reply(FAST)]
     summary, calls = _prompts(tmp_path, replies, rounds=4)
     judges = [c.messages[-1]["content"] for c in calls if c.purpose == "judge"]
@@ -41,6 +43,10 @@ def test_after_a_slower_round_the_search_returns_to_the_best_kernel(tmp_path: Pa
     assert f"The best kernel so far:\n```python\n{FAST.strip()}" in coders[2]
     assert f"The best kernel so far:\n```python\n{FAST.strip()}" in coders[3]
     assert summary["best"]["speedup"] == 1.5 and summary["best"]["round"] == 1
+    history = ("What this run has tried so far:\n- round 1: got 1.50x (the best so far)\n"
+               "- round 2: asked to unroll by 4 (expected: about 1.3x faster); got 1.20x (best so far 1.50x)\n"
+               "- round 3: asked to prefetch; got incorrect: [scripted] incorrect")
+    assert history in coders[3] and history in judges[2]
 
 
 def test_without_an_accepted_kernel_the_coder_fixes_its_latest_failure(tmp_path: Path) -> None:
