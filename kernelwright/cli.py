@@ -285,9 +285,10 @@ def gate_command(
         with _progress("verifying") as say:
             if solutions:
                 results = gate_folder(solutions, problems_dir, device, policy, progress=say, shrink=shrink,
-                                      workers=workers, problem_filter=problem, db_url=db, store=not no_store)
+                                      workers=workers, problem_filter=problem, db_url=db, store=not no_store,
+                                      run_id=run)
             else:
-                results = gate_store(db, device, policy, run, problem, progress=say, workers=workers)
+                results = gate_store(db, device, policy, run, problem, progress=say, workers=workers, shrink=shrink)
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
     except GateInterrupted as stop:

@@ -147,9 +147,12 @@ def _interval(evaluation: Evaluation) -> tuple[float, float] | None:
 
 def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str | None = None,
                problem_filter: str | None = None, progress: Progress | None = None,
-               workers: int | None = None) -> list[GateResult]:
+               workers: int | None = None, shrink: bool = False) -> list[GateResult]:
     """Re-verify the store's accepted kernels; each re-measurement is stored as a new evaluation of the same
     candidate (so `runs best` counts it), as soon as it is made."""
+    if shrink:
+        raise UsageError("--shrink applies to --solutions: a stored kernel is verified on the problem it was "
+                         "stored with (already shrunk if it was)")
     rows = _stored_candidates(db_url, run_id, problem_filter)
     if not rows:
         raise UsageError("no accepted kernels in the store match: nothing to verify (check --db, --run, --problem)")
@@ -202,10 +205,13 @@ def _matched(solutions: Path, problems_path: Path | None, problem_filter: str | 
 def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
                 progress: Progress | None = None, shrink: bool = False, workers: int | None = None,
                 problem_filter: str | None = None, db_url: str | None = None,
-                store: bool = True) -> list[GateResult]:
+                store: bool = True, run_id: str | None = None) -> list[GateResult]:
     """Each solution against its problem (matched by file name), only problems whose key contains
     `problem_filter` when given; `shrink` rescales problems to the CPU budget. Every evaluation is stored (unless
     `store` is False) as it finishes."""
+    if run_id:
+        raise UsageError("--run selects stored kernels; with --solutions the kernels are the folder's files "
+                         "(use --problem to pick some)")
     files, matched = _matched(solutions, problems_path, problem_filter, shrink)
     sessions = open_store(db_url) if store else None
     device = resolve_device(device)

@@ -157,3 +157,11 @@ def test_ctrl_c_stops_the_gate_with_one_line_and_exit_130(tmp_path: Path) -> Non
     lines = [line for line in stderr.splitlines() if line.strip() and not line.startswith("[")]
     assert lines == ["interrupted: the gate verified 0 of 1 kernels (those are stored); it neither passed nor "
                      "failed"], stderr
+
+
+@pytest.mark.parametrize("args, message", [(("--shrink",), "--shrink applies to --solutions"),
+                                           (("--solutions", ".", "--run", "x"), "--run selects stored kernels")])
+def test_gate_options_of_the_other_mode_are_usage_errors(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    open_store(f"sqlite:///{tmp_path / 'g.db'}")
+    result = _gate(*args, "--db", f"sqlite:///{tmp_path / 'g.db'}")
+    assert result.returncode == 2 and message in " ".join(result.stderr.split())
