@@ -73,3 +73,20 @@ def test_optimize_with_shrink_runs_a_kernelbench_sized_problem_and_marks_it(tmp_
     assert summary["best"] is not None
     evaluations = run_evaluations(open_store(db), summary["run_id"])
     assert evaluations and all(e["shrunk"] == summary["shrunk"] for e in evaluations)
+
+
+def test_a_sweep_stores_shrink_and_device_and_marks_its_problems(tmp_path: Path) -> None:
+    from store import RunRow
+
+    _problem(tmp_path)
+    (tmp_path / "solutions").mkdir()  # no solution: the problem is recorded as missing, nothing is built
+    db = f"sqlite:///{tmp_path / 'sweep.db'}"
+    result = _run(tmp_path, "sweep", str(tmp_path / "src"), "--solutions", str(tmp_path / "solutions"), "--shrink",
+                  "--device", "cpu", "--db", db, "--json")
+    assert result.returncode == 0, result.stderr
+    (problem,) = json.loads(result.stdout)["problems"]
+    assert problem["verdict"] == "missing" and "dim 393216->" in problem["shrunk"]
+    with open_store(db)() as session:
+        config = session.query(RunRow).one().config["sweep"]
+    assert config["shrink"] is True and config["device"] == "cpu" and config["device_requested"] == "cpu"
+    assert config["device_name"]
