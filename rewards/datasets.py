@@ -7,7 +7,8 @@
   rejected, or any accepted kernel against one that was not accepted. DPO needs both answers to one prompt:
   pairs written from the same prompt (best-of-N slots of a round) have `shared_prompt` true and come first;
   other pairs carry the rejected kernel's own prompt in `rejected_prompt` (filter on `shared_prompt` for DPO).
-Every record carries the problem fingerprint, the device and the verdict; nothing not accepted is ever chosen
+Every record carries the problem fingerprint, the device, the verdict and `shrunk` (the size changes when the
+speedup was measured on a problem rescaled to the CPU budget, else null); nothing not accepted is ever chosen
 or carries a positive reward.
 """
 
@@ -30,8 +31,8 @@ def _accepted(row: dict[str, Any]) -> bool:
 
 def _common(row: dict[str, Any]) -> dict[str, Any]:
     return {"problem": row["problem_key"], "problem_fingerprint": row["problem_fingerprint"], "device": row["device"],
-            "verdict": row["verdict"], "speedup": row["speedup"], "run_id": row["run_id"],
-            "candidate_id": row["candidate_id"]}
+            "shrunk": row.get("shrunk"), "verdict": row["verdict"], "speedup": row["speedup"],
+            "run_id": row["run_id"], "candidate_id": row["candidate_id"]}
 
 
 def rationale(row: dict[str, Any]) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from kernelbench.problem import shrink_note
 from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow
 
 
@@ -28,6 +29,7 @@ def candidate_rows(sessions: sessionmaker[Session], run_ids: list[str] | None = 
             rows.append({
                 "run_id": candidate.run_id, "candidate_id": candidate.id, "round": candidate.round,
                 "problem": problem.name, "problem_key": _key(problem), "problem_fingerprint": problem.fingerprint,
+                "shrunk": shrink_note(problem.source),
                 "source": candidate.source, "source_hash": candidate.source_hash, "device": evaluation.device,
                 "device_info": evaluation.device_info, "verdict": evaluation.verdict, "speedup": evaluation.speedup,
                 "reasons": evaluation.reasons, "prompt": coder.messages if coder else None,

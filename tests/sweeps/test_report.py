@@ -85,6 +85,10 @@ def test_results_on_a_shrunk_problem_say_so_with_the_sizes(tmp_path: Path) -> No
     page, summary = Path(html_path).read_text(), Path(markdown_path).read_text()
     assert html.escape(f"ReLU (shrunk: {note})") in page and f"ReLU (shrunk: {note})" in summary
     assert "rescaled to the CPU budget" in page and "rescaled to the CPU budget" in summary
+    from kernelwright.export_service import export_dataset
+
+    assert export_dataset("rl", tmp_path / "rl.jsonl", db, None, 0.0) == 1  # training data says so too
+    assert json.loads((tmp_path / "rl.jsonl").read_text())["shrunk"] == note
 
 
 def test_long_reasons_are_clipped_at_a_word_boundary() -> None:
