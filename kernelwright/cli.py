@@ -204,8 +204,9 @@ def problems_shrink(
     path: Path = typer.Argument(..., metavar="PATH", help="Problem file or folder."),
     level: Optional[str] = typer.Option(None, help="Comma-separated levels, e.g. 1,2."),
     write: Optional[Path] = typer.Option(None, "--write", metavar="DIR",
-                                         help="Write every problem that shrinks or fits to DIR (levelN/<id>_<Name>.py), "
-                                              "marked as shrunk, for eval, optimize, sweep and gate."),
+                                         help="Write every problem that shrinks or fits to DIR "
+                                              "(levelN/<id>_<Name>.py), marked as shrunk, for eval, optimize, "
+                                              "sweep and gate."),
     json_output: bool = _flag(False, "--json", help="Print JSON on stdout."),
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be (--write keeps the files)."""

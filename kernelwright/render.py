@@ -69,7 +69,8 @@ def shrink_table(rows: list[dict[str, Any]]) -> Table:
         table.add_column(column, overflow="fold")
     for row in rows:
         table.add_row(row["problem"], row["status"], row.get("before", "-"), row.get("after", "-"),
-                      _text(row.get("changes") or row.get("reason")), *((_text(row.get("written")),) if written else ()))
+                      _text(row.get("changes") or row.get("reason")),
+                      *((_text(row.get("written")),) if written else ()))
     return table
 
 

@@ -86,7 +86,8 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
         if (call["problem"], call["round"], call["slot"]) in done:
             continue
         row = {"round": call["round"], "slot": call["slot"], "problem": call["problem"], "level": call["level"],
-               "shrunk": call["shrunk"], "verdict": "llm_error", "speedup": None, "reason": call["error"] or "", "candidate_id": None,
+               "shrunk": call["shrunk"], "verdict": "llm_error", "speedup": None, "reason": call["error"] or "",
+               "candidate_id": None,
                "evaluation_id": None, "device": None}
         if not call["error"]:
             try:

@@ -174,7 +174,8 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
             f"<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}{_progress(rows)}</div>"
             f"<table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th><th>95% interval</th>"
             f"<th>reference</th><th>candidate</th><th>kernel</th><th>first reason</th></tr>{table}</table>"
-            f"{_judge_html(details.get('judge') or [])}{_costs_html(details.get('costs') or {}, not details.get('unpriced_models'))}</body></html>")
+            f"{_judge_html(details.get('judge') or [])}"
+            f"{_costs_html(details.get('costs') or {}, not details.get('unpriced_models'))}</body></html>")
     html_path = folder / "report.html"
     html_path.write_text(page)
     markdown_path = folder / "summary.md"
@@ -244,7 +245,8 @@ def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines += ["", "| problem | round | verdict | speedup | 95% interval | reference | candidate |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['problem']} | {_round(r)} | {r['verdict']} | {speedup_label(r['speedup'])} | "
-              f"{interval_label(r.get('speedup_ci'))} | {ms_label(r.get('ref_ms'))} | {ms_label(r.get('candidate_ms'))} |"
+              f"{interval_label(r.get('speedup_ci'))} | {ms_label(r.get('ref_ms'))} | "
+              f"{ms_label(r.get('candidate_ms'))} |"
               for r in rows]
     return "\n".join(lines) + "\n"
 
