@@ -281,7 +281,7 @@ class Optimizer:
             if digest not in recorded:  # the caller is the store's only writer
                 recorded.add(digest)
                 self.seconds["compile"] += build_seconds(evaluation)  # with 2+ workers, the prebuild's
-                self.recorder.evaluation(round_, slot, source, evaluation)
+                self.recorder.evaluation(round_, slot, source, evaluation, repair)
             outcomes.append(Outcome(round_, slot, _attempt(source, evaluation), evaluation, str(path), repair))
         self.seconds["evaluation"] += time.perf_counter() - started
         return outcomes

@@ -89,10 +89,13 @@ class RunRecorder:
     def known_evaluation(self, source_hash: str) -> Evaluation | None:
         return run_store.run_evaluation(self.sessions, self.run_id, self.problem, source_hash)
 
-    def evaluation(self, round_: int, slot: int, source: str, evaluation: Evaluation) -> None:
+    def evaluation(self, round_: int, slot: int, source: str, evaluation: Evaluation, repair: int = 0) -> None:
+        """`repair`: the n-th direct fix of the slot's kernel (its origin `llm:repairN`, written from the
+        `repairN` call), 0 for the kernel the round's coder call wrote."""
         if self.stopped:  # interrupted: its processes were killed under it, so this is no verdict on the kernel
             return
-        record_evaluation(self.sessions, self.problem, source, evaluation, run_id=self.run_id, origin="llm",
+        origin = f"llm:repair{repair}" if repair else "llm"
+        record_evaluation(self.sessions, self.problem, source, evaluation, run_id=self.run_id, origin=origin,
                           round=round_, slot=slot)
 
     def profile(self, source: str, metrics: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
 from kernelwright.optimize_service import run_optimize
-from store import EvaluationRow, LLMCallRow, open_store
+from store import CandidateRow, EvaluationRow, LLMCallRow, open_store
 from tests.agent.fake_executor import ScriptedExecutor, coder_reply, fake_kernel, judge_reply
 
 BROKEN = [fake_kernel("compile_error", f"# attempt {n}") for n in range(4)]
@@ -46,6 +46,9 @@ def test_a_build_failure_is_repaired_without_a_judge_round(tmp_path: Path) -> No
     assert "did not build" in repair_prompt and "[scripted] compile_error" in repair_prompt
     assert BROKEN[0].strip() in repair_prompt
     assert len(executor.submitted) == 2
+    with open_store(db)() as session:
+        origins = {row.source: row.origin for row in session.scalars(select(CandidateRow))}
+    assert origins == {BROKEN[0]: "llm", FAST: "llm:repair1"}  # the store tells a fix from the round's kernel
     folder = Path(summary["folder"])
     assert (folder / "candidates" / "round1_candidate1_repair1.py").read_text() == FAST
     assert "| 1 | 1 (repair 1) | accepted |" in (folder / "report.md").read_text()
