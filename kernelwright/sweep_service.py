@@ -19,7 +19,7 @@ from kernelbench.problem import Problem, load_problems
 from kernelbench.shrink import shrink_problem
 from kernelwright.eval_service import UsageError
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
-from kernelwright.optimize_service import build_models
+from kernelwright.optimize_service import build_models, check_prices
 from store import ProblemRow, open_store, store_location
 from store import runs as run_store
 from store.results import upsert_problem
@@ -123,7 +123,7 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
             for problem in problems:
                 upsert_problem(session, problem)
         if config.mode == "optimize":
-            build_models(models)  # a bad endpoint is a usage error before the sweep exists
+            check_prices(build_models(models), None, progress)  # a bad endpoint: a usage error before the sweep
         run_id = run_store.create_run(sessions, "sweep", models.coder if config.mode == "optimize" else None,
                                       {"sweep": config.model_dump(), "fingerprints": [p.fingerprint for p in problems],
                                        "models": models.frozen().model_dump() if config.mode == "optimize" else None})
