@@ -296,6 +296,9 @@ def gate_command(
         stderr.print(f"interrupted: the gate verified {stop.done} of {stop.total} kernels (those are stored); it "
                      "neither passed nor failed", markup=False)
         raise typer.Exit(130) from None
+    except KeyboardInterrupt:  # before any kernel was under way
+        stderr.print("interrupted: the gate verified no kernel; it neither passed nor failed", markup=False)
+        raise typer.Exit(130) from None
     failed = [r for r in results if not r.ok]
     if json_output:
         typer.echo(json.dumps({"passed": not failed, "results": [r.as_json() for r in results]}))
