@@ -17,6 +17,7 @@ from harness.child import job as J
 from harness.child.child_run import build_service, forkable, limits_for
 from harness.child.scratch import read_result, save_inputs, scratch_folder, scratch_full
 from harness.child.verdicts import child_failure, integrity_failures, read_events
+from harness.defences import is_off
 from harness.device import resolve_device
 from harness.feedback.nvml import telemetry_flags
 from harness.feedback.roofline import roofline
@@ -512,7 +513,7 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
         "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,
         "p_catch_1pct_cache_hits": round(catch, 3), "pilot_batches": timed.pilot_batches,
         "pilot_half_width": None if timed.pilot_half_width is None else round(timed.pilot_half_width, 4),
-        "builds_frozen_while_timed": timed.frozen_builds,
+        "builds_frozen_while_timed": timed.frozen_builds, "held_output_checks": timed.held_checks,
         "load": {"before": timed.load[0].as_dict(), "after": timed.load[1].as_dict()} if timed.load else None}
 
 
@@ -524,7 +525,7 @@ CHILD_STAGED = ("[protocol] timed by the child-staged protocol{where}: the candi
 def _state_the_protocol(evaluation: Evaluation, timed: TimedRun, policy: EvalPolicy) -> None:
     """No silently weaker path: a speedup the parent did not drive says so, and strict does not credit it."""
     evaluation.isolation["protocol"] = "parent-driven" if timed.parent_reads else "child-staged"
-    if timed.parent_reads or not evaluation.accepted:
+    if timed.parent_reads or not evaluation.accepted or is_off("protocol_statement"):
         return
     where = " (CUDA has no parent-driven path yet)" if evaluation.device == "cuda" else \
         " (this machine lacks a writable cgroup freezer, a sealable shared file or reading a child's memory)"

@@ -261,6 +261,7 @@ class Child:
         self.payload: dict[str, Any] = {}
         self.staged: list[list[Any]] = []
         self.outputs: list[Any] = []
+        self.held: dict[int, Any] = {}  # earlier outputs the parent still holds, by its handle (`run`'s hold)
         self.timing_started = False
         self.pools: list[Any] | None = None  # fresh-input pools, made at the first `stage` (CUDA)
         self.slots: list[list[Any]] = []  # input sets the parent writes itself (`slots`, `run`)
@@ -437,6 +438,10 @@ class Child:
     def do_run(self, command: dict[str, Any]) -> dict[str, Any]:
         """forward() on each named slot, then a device sync; the outputs stay alive (the parent reads them while
         this process is frozen) until the next `run`. The reply only says where they are."""
+        for handle in command.get("release") or []:  # outputs the caller let go of: their memory may be reused
+            self.held.pop(handle, None)
+        for handle, index in command.get("hold") or []:  # outputs of the last batch the caller keeps (a program
+            self.held[handle] = self.outputs[index]  # still holding a result): their memory must stay as it is
         self.outputs = []  # the previous batch's outputs are released first, the same way before every batch
         before = self.switch.calls
         for index in command["slots"]:

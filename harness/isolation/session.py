@@ -8,6 +8,7 @@ each build has its own clock (`EvalPolicy.build_timeout_s`, enforced by the buil
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -35,28 +36,38 @@ class ChildStopped(Exception):
 
 
 def needed_folders() -> list[Path]:
-    """What every jailed process must still see if it lives under /tmp or a home folder (both hidden): the
-    interpreter, user site-packages, the project, the build cache."""
+    """What every jailed process must still see if it lives under /tmp, a home folder or kernelwright's home (all
+    hidden): the interpreter, user site-packages, the project (the harness's code), the precompiled headers. Not
+    the build cache: a child gets copies of its own binaries in its scratch folder (`_serve_build`)."""
     import site
 
     from harness.paths import build_cache_dir, code_root
 
     user_site = Path(site.getusersitepackages()) if site.ENABLE_USER_SITE else None
-    cache = build_cache_dir()
-    cache.mkdir(parents=True, exist_ok=True)  # it must exist to be bound back: builds land there later
+    headers = build_cache_dir() / "pch"
+    headers.mkdir(parents=True, exist_ok=True)  # it must exist to be bound back: headers land there later
     return [Path(sys.prefix), Path(sys.base_prefix), *([user_site] if user_site and user_site.is_dir() else []),
-            code_root(), cache]
+            code_root(), headers]
 
 
 def hidden_folders() -> list[Path]:
-    """What no jailed process may read though it is not secret to the user: the scratch root, where the
-    reference's folder holds every trial's inputs and other evaluations' folders hold theirs (each process gets
-    its own folder back)."""
-    from harness.paths import scratch_root
+    """What no jailed process may read though it is not secret to the user: kernelwright's home (the store, run
+    transcripts and reports, the scratch root where the reference's folder holds every trial's inputs) and the
+    build cache (other candidates' binaries and build logs). Each process gets its own folder back. Where the home
+    holds the code or the interpreter (KERNELWRIGHT_HOME set to the project itself), its scratch root and the
+    cache are hidden instead."""
+    from harness.paths import build_cache_dir, code_root, home, scratch_root
 
     root = scratch_root().resolve()
     root.mkdir(parents=True, exist_ok=True)  # it must exist to be covered
-    return [root]
+    whole = home().resolve()
+    needed = [code_root(), Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()]
+    holds_needed = any(n == whole or whole in n.parents for n in needed)
+    from harness.defences import is_off
+
+    if is_off("jail_hides_home"):
+        return [root]
+    return list(dict.fromkeys([root if holds_needed else whole, build_cache_dir()]))
 
 
 def jailed_command(writable: list[Path], command: list[str]) -> list[str]:
@@ -182,7 +193,7 @@ class ChildSession:
                  prefix: list[str] | None = None, forkable: bool = False, shared: SharedSlots | None = None) -> None:
         """`forkable`: the zygote may fork this child (no CUDA device: a CUDA-initialised fork was never verified
         on a GPU, so GPU children are still started from scratch)."""
-        self.limits = limits
+        self.limits, self.scratch = limits, scratch
         self.on_build = on_build
         self.paused_s = 0.0  # time spent building for the child: not on its run clock
         self.stopped: str | None = None
@@ -295,11 +306,26 @@ class ChildSession:
         try:
             reply = self.on_build(request) if self.on_build and isinstance(request, dict) else \
                 {"ok": False, "error": "builds are not served to this process"}
+            reply = self._own_copy(reply)
         except BuildDuringTiming as refused:
             reply = {"ok": False, "error": str(refused)}
         finally:
             self.paused_s += time.monotonic() - began
         self.channel.send({"built": reply})
+
+    def _own_copy(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """The built binary copied into this child's scratch folder, where it loads it from: the build cache itself
+        (every other candidate's binaries and logs) is hidden from the child."""
+        folder, binary = reply.get("folder"), reply.get("binary")
+        if not reply.get("ok") or not isinstance(folder, str) or not isinstance(binary, str):
+            return reply
+        source = Path(folder) / binary
+        if not source.is_file():
+            return reply
+        own = self.scratch / "builds" / str(reply.get("sha256", "unknown"))[:16]
+        own.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, own / source.name)
+        return {**reply, "folder": str(own)}
 
     def _facts(self) -> dict[str, str]:
         try:

@@ -138,6 +138,8 @@ class FrozenSide:
         self.slots: list[list[Any]] = []
         self.owned: list[tuple[int, int]] = []
         self.outputs: list[Any] = []  # the last batch's output descriptions, as the child sent them
+        self.to_hold: list[list[int]] = []  # [handle, call of the last batch]: sent with the next `run`
+        self.to_release: list[int] = []
 
     def prepare(self, count: int) -> None:
         """Have the child allocate `count` input slots (once; later calls only freeze it)."""
@@ -171,7 +173,9 @@ class FrozenSide:
             raise SideFailure("more calls in a batch than input slots")
         for slot, inputs in enumerate(values):
             self.write(slot, inputs)
-        elapsed, reply = self.session.timed({"cmd": "run", "slots": list(range(len(values)))}, thaw=True)
+        command = {"cmd": "run", "slots": list(range(len(values))), "hold": self.to_hold, "release": self.to_release}
+        self.to_hold, self.to_release = [], []
+        elapsed, reply = self.session.timed(command, thaw=True)
         try:
             self.session.freeze()
         except OSError as exc:
@@ -229,6 +233,14 @@ class FrozenSide:
                     if isinstance(t, TensorAt) else t for t in self.tensors(call)]
         except remote_memory.RemoteMemoryError as exc:
             return str(exc)
+
+    def values_at(self, tensors: list[TensorAt | str], positions: list[int]) -> list[Any]:
+        """The values at `positions` of tensors described earlier (a held output), read now; unreadable: why."""
+        try:
+            return [t.values(remote_memory.gather(self.pid, t.addresses(positions), t.itemsize))
+                    if isinstance(t, TensorAt) else t for t in tensors]
+        except remote_memory.RemoteMemoryError as exc:
+            return [str(exc)]
 
     def fetch(self, call: int) -> Any:
         """The call's whole output, read from the frozen child (a marker the comparison rejects where unreadable)."""

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.defences import is_off
 from harness.isolation.session import ChildSession
 from harness.isolation.timing_slot import pin_thread
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
+from harness.measurement.held_outputs import HeldOutputs
 from harness.measurement.noise import Load, machine_load
 from harness.measurement.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
 from harness.measurement.timing import speedup_interval
@@ -58,6 +60,7 @@ class TimedRun:
     candidate_event_ms: list[float] = field(default_factory=list)
     copy_ms: list[float] = field(default_factory=list)  # a second reference process, timed in the same rotation
     copy_event_ms: list[float] = field(default_factory=list)  # (the A/A noise floor: harness/measurement/noise.py)
+    held_checks: int = 0  # held outputs re-read after later batches (harness/measurement/held_outputs.py)
     load: tuple[Load, Load] | None = None  # the machine's own accounts, before and after timing
 
 
@@ -271,6 +274,8 @@ class Timing:
         checked = set(range(total)) if self.policy.hardening else set()  # every timed call is probed
         self.full = set(self.rng.sample(sorted(checked), min(len(checked), self._full_checks())))
         self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
+        held = HeldOutputs(self.cand.side, self.rng, batches) if self.frozen and checked and \
+            not is_off("held_outputs") else None
         for index in range(batches):
             calls = self.recipes(batch)
             mine = [i for i in range(batch) if index * batch + i in checked]
@@ -290,6 +295,11 @@ class Timing:
                 probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
             if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
                 return self.run
+            failure = held.after_batch(index, index * batch, mine, positions, probed[False]) if held else None
+            if failure:
+                self.run.failures.append(failure)
+                return self.run
+        self.run.held_checks = held.checked if held else 0
         return self.run
 
     def _full_checks(self) -> int:

@@ -91,6 +91,10 @@ def _times_fresh(flat: Any, seed: int) -> None:
     """flat *= 1 - FRESH_SPREAD * u, u uniform and new for this seed, tiled with period FRESH_PERIOD beyond it."""
     import torch
 
+    from harness.defences import is_off
+
+    if is_off("fresh_factor"):
+        return
     period = min(flat.numel(), FRESH_PERIOD)
     uniform = torch.rand(period, generator=torch.Generator().manual_seed(seed))
     factor = uniform.mul_(-FRESH_SPREAD).add_(1.0).to(flat.device)

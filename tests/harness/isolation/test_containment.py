@@ -122,29 +122,32 @@ def test_the_parent_records_what_held(tmp_path: Path) -> None:
     assert mine["pid_namespace"].startswith("NOT") and mine["network"].startswith("NOT")
 
 
-def test_a_build_cache_under_tmp_stays_visible_read_only_behind_the_private_tmp(
+def test_a_build_cache_under_tmp_stays_hidden_behind_the_private_tmp(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = tmp_path / "cache"  # e.g. a benchmark's temporary cache: the child must still load from it
+    """The cache holds every candidate's binaries and logs: a jailed process neither reads nor forges them (a
+    child loads the copies of its own binaries that the parent puts in its folder)."""
+    cache = tmp_path / "cache"  # e.g. a benchmark's temporary cache
     cache.mkdir()
     (cache / "entry.so").write_text("binary")
     (tmp_path / "other-evaluation.txt").write_text("private")
     monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(cache))
     work = Path(tempfile.mkdtemp(prefix="kw-jail-", dir=Path.home()))  # outside /tmp, so /tmp becomes private
     try:
-        run_jailed(["sh", "-c", f"cat {cache}/entry.so; echo; echo forged > {cache}/entry.so; "
+        run_jailed(["sh", "-c", f"cat {cache}/entry.so || echo unread; echo forged > {cache}/entry.so; "
                                 f"cat {tmp_path}/other-evaluation.txt || echo hidden"], work, LIMITS)
         log = (work / "process.log").read_text()
     finally:
         shutil.rmtree(work)
-    assert log.startswith("binary") and "Read-only file system" in log and "hidden" in log
-    assert (cache / "entry.so").read_text() == "binary"
+    assert "binary" not in log and "unread" in log and "hidden" in log, log
+    assert (cache / "entry.so").read_text() == "binary"  # what it wrote went to its own empty cover
 
 
-def test_a_build_cache_that_does_not_exist_yet_is_made_before_the_jail_binds_it(
+def test_the_header_folder_that_does_not_exist_yet_is_made_before_the_jail_binds_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Under /tmp or a home folder (both hidden in the jail) only folders that exist are bound back: a fresh
-    home's first build would land where the candidate's process cannot see it."""
+    home's first precompiled header would land where a build cannot see it."""
     from harness.isolation.session import needed_folders
 
     monkeypatch.setenv("KERNELWRIGHT_BUILD_CACHE", str(tmp_path / "fresh" / "builds"))
-    assert (tmp_path / "fresh" / "builds") in needed_folders() and (tmp_path / "fresh" / "builds").is_dir()
+    headers = tmp_path / "fresh" / "builds" / "pch"
+    assert headers in needed_folders() and headers.is_dir()

@@ -8,7 +8,7 @@ import random
 
 import torch
 
-from harness.values.fresh_inputs import FRESH_PERIOD, FRESH_SPREAD, draw_recipe, fresh_inputs, make_pools
+from harness.values.fresh_inputs import FRESH_PERIOD, FRESH_SPREAD, _times_fresh, draw_recipe, fresh_inputs, make_pools
 
 FP32_RTOL = 1e-4
 
@@ -24,8 +24,9 @@ def _best_guess(base: torch.Tensor, pool: torch.Tensor, step: tuple, power: int)
     """The attacker's answer to sum(x ** power): the known part exactly, the fresh factor by its expectation."""
     offset, scale, _seed = step
     known = base.reshape(-1) * (1 - 0.1 * scale * torch.roll(pool, -offset))
-    u = torch.rand(1 << 20, dtype=torch.float64)
-    expected = float(((1 - FRESH_SPREAD * u) ** power).mean())
+    law = torch.ones(FRESH_PERIOD)  # the fresh factor's law, learned from the harness's own code
+    _times_fresh(law, random.randrange(1 << 62))
+    expected = float((law.double() ** power).mean())
     return float((known.double() ** power).sum()) * expected
 
 

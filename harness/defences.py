@@ -1,0 +1,28 @@
+"""Test-only switches that turn one defence off, so a test can show the attacks naming it succeed without it
+(issue 36: every defence proven load-bearing). Read in the parent only, and only where the test suite's switch
+(`KERNELWRIGHT_TEST_STATIC_OFF=1`) is set too: a user's environment cannot weaken an evaluation by accident.
+
+    KERNELWRIGHT_TEST_DEFENCES_OFF=held_outputs,fresh_factor,jail_hides_home
+"""
+
+from __future__ import annotations
+
+import os
+
+from harness.policy import STATIC_OFF_SWITCH
+
+DEFENCES_OFF = "KERNELWRIGHT_TEST_DEFENCES_OFF"
+KNOWN = {
+    "held_outputs": "outputs the caller holds are re-read after later batches (harness/measurement/held_outputs.py)",
+    "fresh_factor": "every timed call's floats carry a fresh per-element factor (harness/values/fresh_inputs.py)",
+    "jail_hides_home": "the jail covers kernelwright's home and the build cache (harness/isolation/session.py)",
+    "protocol_statement": "a child-staged speedup says so and strict refuses it (harness/pipeline.py)",
+}
+
+
+def is_off(name: str) -> bool:
+    if name not in KNOWN:
+        raise ValueError(f"unknown defence {name!r}: one of {sorted(KNOWN)}")
+    if os.environ.get(STATIC_OFF_SWITCH) != "1":
+        return False
+    return name in os.environ.get(DEFENCES_OFF, "").split(",")
