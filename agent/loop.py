@@ -14,7 +14,7 @@ from agent.contract import direction
 from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
 from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candidate, parse_judge
-from agent.prompts import (Attempt, Exemplar, coder_messages, judge_messages, judge_retry_messages,
+from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_retry_messages,
                            repair_messages)
 from agent.recorder import RunRecorder
 from harness.feedback.failure_digest import headline
@@ -119,8 +119,7 @@ class Optimizer:
             self.say(f"round {round_ + 1}: candidate {outcome.slot + 1} {failed.verdict}; asking for fix {repair}")
             started = time.perf_counter()
             reply = self._ask(self.coder, round_, f"repair{repair}", outcome.slot,
-                              repair_messages(self.problem, self.config.device, failed, self.config.policy,
-                                              self.recorder.hardware_description()))
+                              repair_messages(self.problem, self.config.device, failed, self._context()))
             self.seconds["llm_wait"] += time.perf_counter() - started
             source = self._candidate(reply)
             if isinstance(source, Attempt):
@@ -141,6 +140,9 @@ class Optimizer:
         eta = f", about {seconds * left:.0f} s for the {left} round(s) left" if left else ""
         self.say(f"round {round_ + 1}/{self.config.rounds}: {verdicts}; best {_describe(best)}, "
                  f"spent ${self.recorder.totals()['cost_usd']:.4f}{eta}")
+
+    def _context(self) -> RunContext:
+        return RunContext(self.config.policy, self.recorder.hardware_description(), self.others, self.history)
 
     def _budget_exhausted(self) -> str | None:
         spent = self.recorder.totals()
@@ -188,7 +190,7 @@ class Optimizer:
         if focus.verdict == Unjudged.UNPARSEABLE:
             return None
         messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description(),
-                                  self.config.policy, self.others, self.history)
+                                  self._context())
         started = time.perf_counter()
         try:
             return self._judge(round_, messages)
@@ -219,11 +221,10 @@ class Optimizer:
         are matched in call order, is asked one call at a time)."""
         exemplars = [Exemplar(source, speedup) for source, speedup in
                      select_exemplars(self.recorder.accepted_kernels(), self.config.exemplars)]
-        hardware = self.recorder.hardware_description()
+        context = self._context()
         diverse = round_ == 0 and self.config.candidates > 1 and self.config.diverse_first_round
-        messages = [coder_messages(self.problem, self.config.device, advice, focus, exemplars, self.config.policy,
-                                   hardware, self.others, direction(self.config.device, slot) if diverse else None,
-                                   self.history)
+        messages = [coder_messages(self.problem, self.config.device, advice, focus, exemplars, context,
+                                   direction(self.config.device, slot) if diverse else None)
                     for slot in range(self.config.candidates)]
         slots = range(self.config.candidates)
         started = time.perf_counter()

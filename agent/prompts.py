@@ -73,20 +73,35 @@ class Exemplar:
     speedup: float
 
 
-def _task(problem: Problem, device: str, policy: EvalPolicy | None, hardware: str) -> list[str]:
+@dataclass
+class RunContext:
+    """What every prompt of a round shares besides the problem: the run's policy, the hardware, the last round's
+    other attempts and the run's history (one line each)."""
+
+    policy: EvalPolicy = field(default_factory=EvalPolicy)
+    hardware: str = ""
+    others: list[str] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+
+    def notes(self) -> list[str]:
+        return ([_others_text(self.others)] if self.others else []) + \
+            ([_history_text(self.history)] if self.history else [])
+
+
+def _task(problem: Problem, device: str, context: RunContext) -> list[str]:
     """What every coder prompt opens with: the problem, the hardware, the build contract, how the kernel is
     judged and the rules."""
-    policy = policy or EvalPolicy()
-    where = f"\n\nThe hardware: {hardware}." if hardware else ""
+    where = f"\n\nThe hardware: {context.hardware}." if context.hardware else ""
     return [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
-            f"{problem.source.strip()}\n```{where}", device_contract(device), judging(device, policy), rules(policy)]
+            f"{problem.source.strip()}\n```{where}", device_contract(device), judging(device, context.policy),
+            rules(context.policy)]
 
 
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
-                   previous: Attempt | None, exemplars: list[Exemplar], policy: EvalPolicy | None = None,
-                   hardware: str = "", others: list[str] | None = None,
-                   direction: str | None = None, history: list[str] | None = None) -> list[Message]:
-    parts = _task(problem, device, policy, hardware)
+                   previous: Attempt | None, exemplars: list[Exemplar], context: RunContext | None = None,
+                   direction: str | None = None) -> list[Message]:
+    context = context or RunContext()
+    parts = _task(problem, device, context)
     if direction:
         parts.append(f"The direction for this attempt (other attempts try other ones): {direction}")
     if exemplars:
@@ -97,10 +112,7 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
     if previous is not None:
         label = "The best kernel so far" if previous.verdict == "accepted" else "Your previous attempt"
         parts.append(f"{label}:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
-    if others:
-        parts.append(_others_text(others))
-    if history:
-        parts.append(_history_text(history))
+    parts += context.notes()
     if isinstance(advice, UnusableAdvice):
         parts.append(f"The reviewer's answer could not be parsed ({advice.reason}), so no change was prescribed: "
                      "improve the kernel on your own judgement.")
@@ -110,11 +122,10 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
     return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def repair_messages(problem: Problem, device: str, failed: Attempt, policy: EvalPolicy | None = None,
-                    hardware: str = "") -> list[Message]:
+def repair_messages(problem: Problem, device: str, failed: Attempt, context: RunContext | None = None) -> list[Message]:
     """A direct fix: the kernel that failed to build or run, its error, and the request to fix only that."""
     what = "did not build" if failed.verdict == "compile_error" else "failed while running"
-    parts = [*_task(problem, device, policy, hardware),
+    parts = [*_task(problem, device, context or RunContext()),
              f"Your kernel {what}:\n```python\n{failed.source.strip()}\n```\n{failed.summary()}",
              "Fix the error above and reply with the whole corrected file. Keep the approach; change what the error "
              "requires (and any other line with the same mistake)."]
@@ -131,17 +142,15 @@ def _history_text(history: list[str], last: int = 8) -> str:
 
 
 def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str,
-                   policy: EvalPolicy | None = None, others: list[str] | None = None,
-                   history: list[str] | None = None) -> list[Message]:
+                   context: RunContext | None = None) -> list[Message]:
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
             if attempt.verdict != "accepted" else
             "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
-    policy = policy or EvalPolicy()
+    context = context or RunContext()
     parts = [f"Problem:\n```python\n{problem.source.strip()}\n```",
              f"Candidate kernel:\n```python\n{attempt.source.strip()}\n```",
-             f"Evaluation on {device} ({hardware}):\n{attempt.summary()}",
-             *([_others_text(others)] if others else []), *([_history_text(history)] if history else []),
-             judging(device, policy), rules(policy),
+             f"Evaluation on {device} ({hardware}):\n{attempt.summary()}", *context.notes(),
+             judging(device, context.policy), rules(context.policy),
              f"{mode} Prescribe only what these rules allow.\nAnswer with JSON only: {JUDGE_SCHEMA}"]
     content = "\n\n".join(parts)
     return [{"role": "system", "content": "You review GPU/CPU kernels. You prescribe exactly one change."},

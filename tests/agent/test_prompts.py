@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from agent.parse import JudgeAdvice
-from agent.prompts import Attempt, Exemplar, coder_messages, judge_messages
+from agent.prompts import Attempt, Exemplar, RunContext, coder_messages, judge_messages
 from harness.feedback.device_specs import gpu_spec
 from harness.feedback.ncu import parse_ncu_csv
 from harness.feedback.roofline import roofline
@@ -66,22 +66,23 @@ def test_the_coder_is_told_how_it_is_judged_from_the_runs_own_policy() -> None:
     from harness.policy import EvalPolicy
 
     policy = EvalPolicy(atol_fp32=2e-4, atol_half=3e-2, trials=7, cpu_threads=1)
-    content = coder_messages(RELU, "cpu", None, None, [], policy, hardware="CPU (1 thread): 10 GB/s")[-1]["content"]
+    context = RunContext(policy, hardware="CPU (1 thread): 10 GB/s")
+    content = coder_messages(RELU, "cpu", None, None, [], context)[-1]["content"]
     assert "rtol = 0.0002 for float32" in content and "(0.03 for float16/bfloat16)" in content
     assert "norm-wise relative error" in content and "7 trials" in content
     assert "heavy-tailed" in content and "magnitudes up to 1000" in content and "subtract the max" in content
     assert "newly drawn input values each time" in content
     assert "with 1 thread(s)" in content and "gain nothing at one thread" in content
     assert "The hardware: CPU (1 thread): 10 GB/s." in content
-    cuda = coder_messages(RELU, "cuda", None, None, [], policy)[-1]["content"]
+    cuda = coder_messages(RELU, "cuda", None, None, [], RunContext(policy))[-1]["content"]
     assert "L2 cache flushed" in cuda and "thread(s)" not in cuda
 
 
 def test_the_rules_agree_with_each_other_and_with_the_policy_level() -> None:
     from harness.policy import EvalPolicy
 
-    default = coder_messages(RELU, "cpu", None, None, [], EvalPolicy())[-1]["content"]
-    strict = coder_messages(RELU, "cpu", None, None, [], EvalPolicy(static_policy="strict"))[-1]["content"]
+    default = coder_messages(RELU, "cpu", None, None, [], RunContext(EvalPolicy()))[-1]["content"]
+    strict = coder_messages(RELU, "cpu", None, None, [], RunContext(EvalPolicy(static_policy="strict")))[-1]["content"]
     for content in (default, strict):
         assert "never accepted" not in content and "No try/except fallbacks, threads" not in content
         assert "ATen operators" not in content  # the old advice to reach PyTorch's operators from C++
