@@ -128,8 +128,21 @@ def repair_messages(problem: Problem, device: str, failed: Attempt, context: Run
     parts = [*_task(problem, device, context or RunContext()),
              f"Your kernel {what}:\n```python\n{failed.source.strip()}\n```\n{failed.summary()}",
              "Fix the error above and reply with the whole corrected file. Keep the approach; change what the error "
-             "requires (and any other line with the same mistake)."]
+             "requires (and any other line with the same mistake)." + (_FULL_FORM if _light_build_failure(failed)
+                                                                         else "")]
     return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+_FULL_FORM = (" If the stable ABI lacks what the kernel needs, you may switch this file to the full form instead: "
+              "`#include <torch/extension.h>` and load_inline(..., functions=[...]) with its ATen API "
+              "(TORCH_CHECK, data_ptr<float>(), x.options()); it builds in 20-120 s instead of seconds, and "
+              "ATen's compute operators still count as PyTorch compute.")
+
+
+def _light_build_failure(failed: Attempt) -> bool:
+    """A light-form file (stable ABI, no implicit headers) that did not build: the full form is the way out
+    when the model needs an API the stable headers lack."""
+    return failed.verdict == "compile_error" and "no_implicit_headers=True" in failed.source.replace(" ", "")
 
 
 def _others_text(others: list[str]) -> str:

@@ -107,3 +107,19 @@ def test_the_judge_reads_the_same_rules_and_the_coder_reads_its_expected_effect(
     advice = JudgeAdvice(diagnosis="overflow", change="subtract the row max", expected_effect="no NaN on large")
     coder = coder_messages(RELU, "cpu", advice, failed, [])[-1]["content"]
     assert "Make this change: subtract the row max\nExpected effect: no NaN on large" in coder
+
+
+def test_a_light_form_build_failure_is_offered_the_full_form_as_a_way_out() -> None:
+    from agent.prompts import repair_messages
+
+    light = Attempt(source="load_inline(name='x', cpp_sources=s, no_implicit_headers=True)", verdict="compile_error",
+                    reasons=["Error building extension (ninja exit 1):\nmain.cpp:3:1: error: 'TORCH_CHECK' was not "
+                             "declared in this scope"])
+    content = repair_messages(RELU, "cpu", light)[-1]["content"]
+    assert "did not build" in content and "'TORCH_CHECK' was not declared" in content
+    assert "switch this file to the full form" in content and "20-120 s" in content
+    crashed = Attempt(source=light.source, verdict="runtime_error", reasons=["failed while run: RuntimeError: x"])
+    full = Attempt(source="load_inline(name='x', cpp_sources=s, functions=['f'])", verdict="compile_error",
+                   reasons=light.reasons)
+    for attempt in (crashed, full):
+        assert "switch this file to the full form" not in repair_messages(RELU, "cpu", attempt)[-1]["content"]
