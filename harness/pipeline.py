@@ -146,6 +146,7 @@ class _Run:
         self.timed: TimedRun | None = None
         self.knockout = False
         self.canaries: Future[list[str]] | None = None
+        self.canary_notes: list[str] = []  # what the canaries could not check (`[ablation]`)
         self.ref_session: ChildSession | None = None
         self.ref_copy: ChildSession | None = None  # a second reference process: the A/A noise floor
         self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
@@ -154,7 +155,7 @@ class _Run:
 
     def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
-        self.canaries = _BACKGROUND.submit(passing_canaries, reference, policy)
+        self.canaries = _BACKGROUND.submit(passing_canaries, reference, policy, self.canary_notes)
 
     @property
     def degenerate(self) -> list[str]:
@@ -400,7 +401,9 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         return
     if evaluation.verdict is not Verdict.ACCEPTED:
         return
-    if run.degenerate:
+    degenerate = run.degenerate  # waits for the check, so its notes are complete
+    evaluation.reasons.extend(run.canary_notes)
+    if degenerate:
         evaluation.verdict = Verdict.DEGENERATE
         evaluation.reasons.insert(0, f"[degenerate-problem] correct, but trivial answers pass every trial of this "
                                   f"problem too ({'; '.join(run.degenerate)}): correctness here proves nothing, so "

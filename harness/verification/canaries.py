@@ -9,6 +9,7 @@ from typing import Any, Callable
 from harness.policy import EvalPolicy
 from harness.verification.compare import compare_trial
 from harness.verification.reference import ReferenceRun
+from harness.verification.ablation import degenerate_parts
 from harness.verification.term_canaries import negligible_terms
 
 
@@ -57,11 +58,18 @@ def _flat(output: Any) -> list[Any]:
     return [x for item in output for x in _flat(item)] if isinstance(output, list) else [output]
 
 
-def passing_canaries(reference: ReferenceRun, policy: EvalPolicy) -> list[str]:
+def passing_canaries(reference: ReferenceRun, policy: EvalPolicy, notes: list[str] | None = None) -> list[str]:
     """Names of the canaries that pass every trial of this problem: trivial outputs, else the reference without
-    one of its terms (harness/verification/term_canaries.py). A trivial canary is dropped at its first failing
-    trial: most fail the first, and a failing comparison is the slow, careful one)."""
-    return _trivial(reference, policy) or negligible_terms(reference, policy)
+    one of its terms (harness/verification/term_canaries.py), else the reference with one part's value replaced
+    (harness/verification/ablation.py; what it could not check goes to `notes`). A trivial canary is dropped at
+    its first failing trial: most fail the first, and a failing comparison is the slow, careful one)."""
+    trivial = _trivial(reference, policy) or negligible_terms(reference, policy)
+    if trivial:
+        return trivial
+    report = degenerate_parts(reference, policy)
+    if report.note and notes is not None:
+        notes.append(report.note)
+    return report.degenerate
 
 
 def _trivial(reference: ReferenceRun, policy: EvalPolicy) -> list[str]:

@@ -3,6 +3,7 @@ the varied distributions harden it or the harness says the problem is degenerate
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from harness.policy import EvalPolicy
@@ -131,3 +132,53 @@ def test_a_term_under_the_tolerance_makes_the_problem_degenerate_for_it() -> Non
     assert passing == ["the reference without `mul = 1e-07 * conv`"], passing
     counted = problem_from_source(BRANCH_UNDER_TOLERANCE.replace("1e-7", "0.5"), "branch_counted")
     assert passing_canaries(run_reference(counted, "cpu", 0, [1, 2, 3, 4, 5]), EvalPolicy()) == []
+
+
+SMALL_TERMS = {
+    # a term below the tolerance in forms the `+` canaries never matched, behind an `if` fx cannot trace
+    "addcmul": "torch.addcmul(torch.relu(x), self.conv(x), x, value=1e-9)",
+    "factor": "torch.relu(x) * (1 + 1e-9 * torch.tanh(self.conv(x)))",
+}
+
+
+def _small_term_problem(expression: str) -> object:
+    from kernelbench.problem import problem_from_source
+
+    return problem_from_source(f'''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        if x.dim() != 4:
+            raise ValueError("expects a 4-d input")
+        return {expression}
+
+def get_inputs():
+    return [torch.randn(2, 4, 16, 16)]
+
+def get_init_inputs():
+    return []
+''', "small_term")
+
+
+@pytest.mark.parametrize("form", sorted(SMALL_TERMS))
+def test_a_part_below_the_tolerance_in_any_form_makes_the_problem_degenerate(form: str) -> None:
+    reference = run_reference(_small_term_problem(SMALL_TERMS[form]), "cpu", 0, [1, 2, 3, 4, 5])
+    passing = passing_canaries(reference, EvalPolicy())
+    assert any("conv2d" in p for p in passing), passing
+
+
+def test_every_part_of_the_bundled_problems_matters() -> None:
+    """The honest control: no bundled problem is degenerate for any part (their candidates keep their verdicts)."""
+    from harness.verification.ablation import degenerate_parts
+    from kernelbench.bundled import bundled_problems
+
+    for problem in bundled_problems():
+        report = degenerate_parts(run_reference(problem, "cpu", 0, [1, 2, 3, 4, 5]), EvalPolicy())
+        assert report.degenerate == [] and report.note is None and report.checked == report.total, (problem.name,
+                                                                                                     report)
