@@ -11,7 +11,8 @@ from kernelwright.eval_service import UsageError
 
 
 def _describe(footprint: Footprint) -> str:
-    return f"{footprint.bytes / 2**20:.1f} MiB, {footprint.flops:.3g} FLOP"
+    """Bytes and FLOPs; PyTorch's FLOP counter counts matmuls and convolutions only, and the label says so."""
+    return f"{footprint.bytes / 2**20:.1f} MiB, {footprint.flops:.3g} matmul/conv FLOP"
 
 
 def _check_destination(problems: list[Problem], folder: Path) -> None:
