@@ -41,9 +41,10 @@ def read_candidate(path: Path) -> str:
 MEMORY_COPIES = 3  # the reference's and the candidate's processes each hold the inputs and outputs, plus clones
 
 
-def refuse_unallocatable(problem: Problem, device: str) -> None:
-    """A problem whose tensors cannot fit this machine's free memory is a usage error that points to --shrink,
-    not a failed allocation minutes later (CPU only: its footprint is measured on the meta device)."""
+def refuse_unallocatable(problem: Problem, device: str, memory_limit_mb: int) -> None:
+    """A problem whose tensors cannot fit this machine's free memory, or the candidate's memory limit, is a usage
+    error that points to --shrink, not a failed allocation minutes later (CPU only: its footprint is measured on
+    the meta device)."""
     import psutil
 
     from kernelbench.shrink import measure
@@ -55,11 +56,15 @@ def refuse_unallocatable(problem: Problem, device: str) -> None:
     except ProblemError:
         return  # the evaluation itself says what is wrong with the problem
     available = psutil.virtual_memory().available
+    needs = f"{problem.key} needs {footprint.bytes / 2**30:.1f} GiB for its inputs, outputs and parameters"
     if footprint.bytes * MEMORY_COPIES > available:
-        raise UsageError(f"{problem.key} needs {footprint.bytes / 2**30:.1f} GiB for its inputs, outputs and "
-                         f"parameters (about {MEMORY_COPIES}x that to evaluate; this machine has "
-                         f"{available / 2**30:.1f} GiB free): add --shrink to rescale its sizes to the CPU budget, "
-                         "or write shrunk copies with `kernelwright problems shrink PATH --write DIR`")
+        room = (f"about {MEMORY_COPIES}x that to evaluate; this machine has {available / 2**30:.1f} GiB free")
+    elif footprint.bytes > memory_limit_mb * 2**20:
+        room = f"more than the candidate's memory limit of {memory_limit_mb / 1024:.1f} GiB"
+    else:
+        return
+    raise UsageError(f"{needs} ({room}): add --shrink to rescale its sizes to the CPU budget, or write shrunk "
+                     "copies with `kernelwright problems shrink PATH --write DIR`")
 
 
 def target_problem(problem_spec: str, shrink: bool) -> tuple[Problem, ShrinkResult | None]:
@@ -78,7 +83,7 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     problem, shrunk = target_problem(problem_spec, shrink)
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
     resolved = resolve_device(device)
-    refuse_unallocatable(problem, resolved)
+    refuse_unallocatable(problem, resolved, policy.memory_limit_mb)
     evaluation = evaluate(problem, source, resolved, policy, progress=progress)
     if profile:
         if progress and evaluation.accepted and resolved == "cuda":

@@ -117,7 +117,7 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
             raise UsageError("give a PROBLEM (a file or a bundled problem name), or --resume RUN_ID")
         config = config.model_copy(update={"device": _runnable_device(config.device, progress)})
         problem = _problem(problem_spec, shrink, progress)
-        refuse_unallocatable(problem, config.device)
+        refuse_unallocatable(problem, config.device, config.policy.memory_limit_mb)
         coder, judge = build_models(models)  # before the run exists: a bad endpoint leaves no empty run behind
         missing = check_prices((coder, judge), config.budget_usd, progress)
         spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,

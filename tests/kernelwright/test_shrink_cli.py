@@ -61,6 +61,14 @@ def test_a_problem_too_large_for_memory_points_to_shrink(tmp_path: Path, command
     assert "GiB free): add --shrink" in message and len(result.stderr.strip().splitlines()) == 1
 
 
+def test_a_problem_over_the_candidates_memory_limit_points_to_shrink(tmp_path: Path) -> None:
+    """12 GiB of tensors fit a large machine's memory but never the candidate's 8 GiB limit."""
+    problem = str(_problem(tmp_path))
+    result = _run(tmp_path, "eval", problem, str(RELU_CANDIDATE), "--device", "cpu", "--no-store")
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 2 and "needs 12.0 GiB" in message and "add --shrink" in message
+
+
 @pytest.mark.slow
 def test_optimize_with_shrink_runs_a_kernelbench_sized_problem_and_marks_it(tmp_path: Path) -> None:
     problem = _problem(tmp_path)
