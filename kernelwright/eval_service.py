@@ -41,30 +41,38 @@ def read_candidate(path: Path) -> str:
 MEMORY_COPIES = 3  # the reference's and the candidate's processes each hold the inputs and outputs, plus clones
 
 
-def refuse_unallocatable(problem: Problem, device: str, memory_limit_mb: int) -> None:
-    """A problem whose tensors cannot fit this machine's free memory, or the candidate's memory limit, is a usage
-    error that points to --shrink, not a failed allocation minutes later (CPU only: its footprint is measured on
-    the meta device)."""
+def unallocatable(problem: Problem, device: str, memory_limit_mb: int) -> str | None:
+    """Why a problem's tensors cannot fit this machine's free memory, or the candidate's memory limit, else None
+    (CPU only: its footprint is measured on the meta device)."""
     import psutil
 
     from kernelbench.shrink import measure
 
     if device != "cpu" or problem.shrunk:
-        return
+        return None
     try:
         footprint = measure(problem.source)
     except ProblemError:
-        return  # the evaluation itself says what is wrong with the problem
+        return None  # the evaluation itself says what is wrong with the problem
     available = psutil.virtual_memory().available
     needs = f"{problem.key} needs {footprint.bytes / 2**30:.1f} GiB for its inputs, outputs and parameters"
     if footprint.bytes * MEMORY_COPIES > available:
-        room = (f"about {MEMORY_COPIES}x that to evaluate; this machine has {available / 2**30:.1f} GiB free")
-    elif footprint.bytes > memory_limit_mb * 2**20:
-        room = f"more than the candidate's memory limit of {memory_limit_mb / 1024:.1f} GiB"
-    else:
-        return
-    raise UsageError(f"{needs} ({room}): add --shrink to rescale its sizes to the CPU budget, or write shrunk "
-                     "copies with `kernelwright problems shrink PATH --write DIR`")
+        return (f"{needs} (about {MEMORY_COPIES}x that to evaluate; this machine has {available / 2**30:.1f} GiB "
+                "free)")
+    if footprint.bytes > memory_limit_mb * 2**20:
+        return f"{needs} (more than the candidate's memory limit of {memory_limit_mb / 1024:.1f} GiB)"
+    return None
+
+
+SHRINK_HINT = ("add --shrink to rescale sizes to the CPU budget, or write shrunk copies with `kernelwright problems "
+               "shrink PATH --write DIR`")
+
+
+def refuse_unallocatable(problem: Problem, device: str, memory_limit_mb: int) -> None:
+    """A usage error that points to --shrink, not a failed allocation minutes later."""
+    reason = unallocatable(problem, device, memory_limit_mb)
+    if reason:
+        raise UsageError(f"{reason}: {SHRINK_HINT}")
 
 
 def target_problem(problem_spec: str, shrink: bool) -> tuple[Problem, ShrinkResult | None]:
@@ -98,5 +106,5 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     return EvalOutcome(problem, evaluation, evaluation_id, shrunk)
 
 
-__all__ = ["EvalOutcome", "ProblemError", "UsageError", "read_candidate", "refuse_unallocatable", "run_eval",
-           "target_problem"]
+__all__ = ["EvalOutcome", "ProblemError", "SHRINK_HINT", "UsageError", "read_candidate", "refuse_unallocatable",
+           "run_eval", "target_problem", "unallocatable"]

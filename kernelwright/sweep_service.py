@@ -17,7 +17,7 @@ from harness.execution.executor import default_workers, open_executor
 from harness.paths import home
 from kernelbench.problem import Problem, load_problems
 from kernelbench.shrink import shrink_problem
-from kernelwright.eval_service import UsageError
+from kernelwright.eval_service import SHRINK_HINT, UsageError, unallocatable
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
 from kernelwright.optimize_service import build_models, check_prices
 from store import ProblemRow, open_store, store_location
@@ -87,6 +87,14 @@ def _stored_problems(sessions: Any, fingerprints: list[str]) -> list[Problem]:
             for r in (rows[f] for f in fingerprints if f in rows)]
 
 
+def _refuse_unallocatable(problems: list[Problem], device: str, memory_limit_mb: int) -> None:
+    """Problems too large for this machine (at their own sizes, on the CPU): one error before the sweep starts."""
+    reasons = [r for r in (unallocatable(p, device, memory_limit_mb) for p in problems) if r]
+    if reasons:
+        raise UsageError(f"{len(reasons)} of {len(problems)} problems cannot be allocated here, e.g. {reasons[0]}: "
+                         f"{SHRINK_HINT}")
+
+
 def _executor(config: SweepConfig) -> Executor:
     try:
         return open_executor(config.executor, config.device, config.workers, config.ray_address)
@@ -118,7 +126,8 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
                                            "device_name": device_name(device),
                                            "problem_keys": [p.key for p in problems]})
         if config.mode == "candidates" and not (config.candidates_dir and Path(config.candidates_dir).is_dir()):
-            raise UsageError(f"--candidates {config.candidates_dir}: not a folder")
+            raise UsageError(f"--solutions {config.candidates_dir}: not a folder")
+        _refuse_unallocatable(problems, device, config.policy.memory_limit_mb)
         with sessions.begin() as session:
             for problem in problems:
                 upsert_problem(session, problem)

@@ -98,3 +98,13 @@ def test_a_sweep_stores_shrink_and_device_and_marks_its_problems(tmp_path: Path)
         config = session.query(RunRow).one().config["sweep"]
     assert config["shrink"] is True and config["device"] == "cpu" and config["device_requested"] == "cpu"
     assert config["device_name"]
+
+
+def test_a_sweep_over_problems_too_large_for_the_cpu_points_to_shrink(tmp_path: Path) -> None:
+    _problem(tmp_path)
+    (tmp_path / "solutions").mkdir()
+    result = _run(tmp_path, "sweep", str(tmp_path / "src"), "--solutions", str(tmp_path / "solutions"),
+                  "--device", "cpu", "--db", f"sqlite:///{tmp_path / 'w.db'}")
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 2 and "1 of 1 problems cannot be allocated here" in message
+    assert "add --shrink" in message and "Traceback" not in result.stderr
