@@ -18,7 +18,7 @@ from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.matching import match_solution
 from kernelbench.shrink import shrink_problem
 from kernelbench.problem import Problem, fingerprint_source, load_problems
-from kernelwright.eval_service import UsageError
+from kernelwright.eval_service import SHRINK_HINT, UsageError, unallocatable
 from kernelwright.interrupts import stop_on_ctrl_c
 from store import CandidateRow, EvaluationRow, open_store, record_evaluation
 from store.results import add_evaluation
@@ -215,6 +215,10 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
     files, matched = _matched(solutions, problems_path, problem_filter, shrink)
     sessions = open_store(db_url) if store else None
     device = resolve_device(device)
+    too_large = [r for r in (unallocatable(p, device, policy.memory_limit_mb) for p in matched.values()) if r]
+    if too_large:
+        raise UsageError(f"{len(too_large)} of {len(matched)} problems cannot be allocated here, e.g. "
+                         f"{too_large[0]}: {SHRINK_HINT}")
     work = list(matched.items())
     results: dict[Path, GateResult] = {}
 

@@ -108,3 +108,15 @@ def test_a_sweep_over_problems_too_large_for_the_cpu_points_to_shrink(tmp_path: 
     message = " ".join(result.stderr.split())
     assert result.returncode == 2 and "1 of 1 problems cannot be allocated here" in message
     assert "add --shrink" in message and "Traceback" not in result.stderr
+
+
+def test_a_gate_of_solutions_too_large_for_the_cpu_points_to_shrink(tmp_path: Path) -> None:
+    _problem(tmp_path)
+    solution = tmp_path / "solutions" / "level1" / "19_ReLU.py"
+    solution.parent.mkdir(parents=True)
+    solution.write_text(RELU_CANDIDATE.read_text())
+    result = _run(tmp_path, "gate", "--solutions", str(tmp_path / "solutions"), "--problems-dir",
+                  str(tmp_path / "src"), "--device", "cpu", "--no-store")
+    message = " ".join(result.stderr.split())
+    assert result.returncode == 2 and "1 of 1 problems cannot be allocated here" in message
+    assert "add --shrink" in message
