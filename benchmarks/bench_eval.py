@@ -147,7 +147,7 @@ def _light(problem, path: Path, plain: float, plain_form: str, policy: EvalPolic
 def _cached(problem, source: str, policy: EvalPolicy, repeats: int, smoke: bool) -> None:
     """A cached re-evaluation (the build is in the cache) and where its time goes: children forked by the zygote,
     exec'd from scratch (not in a smoke run), and without timing (what a rejected candidate costs)."""
-    first = _timed_evaluation(problem, source, policy)[1]  # a warm-up: the build is cached from here on
+    first = 0.0 if smoke else _timed_evaluation(problem, source, policy)[1]  # a warm-up: the build is cached
     median = _median([_timed_evaluation(problem, source, policy) for _ in range(repeats)])
     checks = 1 if smoke else 5
     judged = _median([_timed_evaluation(problem, source, policy.model_copy(update={"skip_timing": True}))
