@@ -102,16 +102,19 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
     (the stored problem is the shrunk one, marked as such, so a resumed run goes on with it)."""
     sessions = open_store(db_url, create=not resume)
     if resume:
+        stored_run = stored_spec(sessions, resume)
+        problem = stored_problem(sessions, stored_run, resume)
+        if problem_spec and _problem(problem_spec, shrink, None).fingerprint != problem.fingerprint:
+            raise UsageError(f"run {resume} optimizes {problem.label}, not {problem_spec}"
+                             f"{'' if shrink or not problem.shrunk else ' (add --shrink)'}")
+        given = stored_run.models.overridden_by(models)
+        coder, judge = build_models(given)  # a bad endpoint or budget leaves the run as it was
+        missing = check_prices((coder, judge), stored_run.optimize.budget_usd, progress)
         recorder = RunRecorder.resume(sessions, resume, home())
-        stored = (run_store.get_run(sessions, resume).config or {}).get(REPLAY_KEY)
-        if stored:  # a resumed rerun keeps drawing on its original's exemplars
-            recorder = _replaying(recorder, datetime.fromisoformat(stored))
-        if problem_spec and _problem(problem_spec, shrink, None).fingerprint != recorder.problem.fingerprint:
-            raise UsageError(f"run {resume} optimizes {recorder.problem.label}, not {problem_spec}"
-                             f"{'' if shrink or not recorder.problem.shrunk else ' (add --shrink)'}")
-        recorder.spec = recorder.spec.model_copy(update={"models": recorder.spec.models.overridden_by(models)})
-        coder, judge = build_models(recorder.spec.models)
-        missing = check_prices((coder, judge), recorder.config.budget_usd, progress)
+        replay_point = (run_store.get_run(sessions, resume).config or {}).get(REPLAY_KEY)
+        if replay_point:  # a resumed rerun keeps drawing on its original's exemplars
+            recorder = _replaying(recorder, datetime.fromisoformat(replay_point))
+        recorder.spec = recorder.spec.model_copy(update={"models": given})
     else:
         if not problem_spec:
             raise UsageError("give a PROBLEM (a file or a bundled problem name), or --resume RUN_ID")
