@@ -164,7 +164,7 @@ def _cached(problem, source: str, policy: EvalPolicy, repeats: int, smoke: bool)
     print(_row(f"cached, no timing (median of {checks})", judged[0], judged[1]) + " (skip_timing: every check "
           "but the timed calls)")
     print(f"cached evaluation {median[1]:.2f} s with a timing budget of {policy.timing_budget_s} s per model "
-          f"(target: 0.4 s + the budget); the first cached one (a warm-up) {first:.2f} s")
+          f"(target: 0.4 s + the budget)" + ("" if smoke else f"; the first cached one (a warm-up) {first:.2f} s"))
 
 
 def _plain_cuda_compile_s(source: str) -> float:
