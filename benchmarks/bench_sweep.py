@@ -57,7 +57,8 @@ def _shared_header(root: str, full: Problem) -> float:
     cold = evaluate(full, bundled_candidate(full).read_text(), "cpu", EvalPolicy(timing_budget_s=0.1))
     os.environ.pop("KERNELWRIGHT_PCH")
     started = time.perf_counter()
-    built = PrecompiledHeaders(Path(f"{root}/header"), Limits(900, 8192, False)).build(cold.build["builds"][0]["cflags"])
+    headers = PrecompiledHeaders(Path(f"{root}/header"), Limits(900, 8192, False))
+    built = headers.build(cold.build["builds"][0]["cflags"])
     assert built, f"the precompiled header for {full.key}'s flags failed to build"
     for cache in ("cache-1", "cache-2"):
         Path(f"{root}/{cache}").mkdir()
