@@ -147,6 +147,7 @@ class _Run:
         self.knockout = False
         self.canaries: Future[list[str]] | None = None
         self.canary_notes: list[str] = []  # what the canaries could not check (`[ablation]`)
+        self.census: dict[str, Any] | None = None  # PyTorch compute forward ran outside the kernels (child/census.py)
         self.ref_session: ChildSession | None = None
         self.ref_copy: ChildSession | None = None  # a second reference process: the A/A noise floor
         self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
@@ -269,6 +270,10 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _judge_outputs(evaluation, outputs, reference, policy)
     if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
         run.knockout = not _failed(session.request(_knockout_command(session, run, reference)), run)
+    if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.static_policy != "off" \
+            and not run.failure:
+        reply = session.request(_slot_command("census", session, run, reference.trial_inputs[0]))
+        run.census = None if _failed(reply, run) else _valid_census(reply.get("census"))
     if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure \
             and not run.degenerate:  # a degenerate problem's speedup would mean nothing
         say("timing reference and candidate, each in its own process")
@@ -282,17 +287,55 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _failed(session.request({"cmd": "finish"}), run)
 
 
+def _slot_command(name: str, session: ChildSession, run: _Run, inputs: list[Any]) -> dict[str, Any]:
+    """`name` on `inputs`, written by the parent into input slot 0 (frozen) where it makes the calls."""
+    if run.checked_side is None or not run.checked_side.slots:
+        return {"cmd": name}
+    session.freeze()
+    try:
+        run.checked_side.write(0, inputs)
+    finally:
+        session.thaw()
+    return {"cmd": name, "slot": 0}
+
+
+def _valid_census(found: Any) -> dict[str, Any] | None:
+    """The child's census (untrusted: it can only make things worse for the candidate, or hide them)."""
+    if not isinstance(found, dict) or not isinstance(found.get("ops"), dict):
+        return None
+    ops = {str(k)[:60]: v for k, v in list(found["ops"].items())[:50] if type(v) is int and v > 0}
+    library, forward = found.get("library_s"), found.get("forward_s")
+    timed = type(library) is float and type(forward) is float and forward > 0
+    return {"ops": ops, "share": max(0.0, 1 - library / forward) if timed else None}
+
+
+def _runtime_compute(evaluation: Evaluation, census: dict[str, Any] | None, policy: EvalPolicy) -> bool:
+    """PyTorch compute that forward ran outside the candidate's kernels, however it was reached: strict rejects
+    it; default says it (with the kernels' share of the forward's time, on the CPU). True when rejected."""
+    if not census or not census["ops"]:
+        return False
+    ops = ", ".join(f"{name} x{count}" for name, count in sorted(census["ops"].items()))
+    share = census["share"]
+    evaluation.isolation["runtime_compute"] = {"ops": census["ops"], "kernel_share": share}
+    said = (f"[runtime-compute] forward ran PyTorch's own compute outside the candidate's kernels ({ops})"
+            + (f"; the candidate's kernels did {share:.0%} of the forward's time" if share is not None else ""))
+    if policy.static_policy == "strict":
+        evaluation.verdict = Verdict.REJECTED
+        evaluation.reasons.insert(0, said + ": strict requires all of forward's compute in the candidate's kernels")
+        return True
+    if share is not None and share < NEGLIGIBLE_SHARE:
+        said += ": the speedup measured is PyTorch's, not the kernel's"
+    evaluation.reasons.append(said)
+    return False
+
+
+NEGLIGIBLE_SHARE = 0.05
+
+
 def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> dict[str, Any]:
     """Where the parent made the trials, it writes the knock-out's inputs into input slot 0 too (frozen): they
     were never in the candidate's folder."""
-    if run.checked_side is None or not run.checked_side.slots:
-        return {"cmd": "knockout"}
-    session.freeze()
-    try:
-        run.checked_side.write(0, reference.knockout_inputs or reference.trial_inputs[0])
-    finally:
-        session.thaw()
-    return {"cmd": "knockout", "slot": 0}
+    return _slot_command("knockout", session, run, reference.knockout_inputs or reference.trial_inputs[0])
 
 
 def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run,
@@ -399,7 +442,7 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
         evaluation.verdict = Verdict.REJECTED
         evaluation.reasons[:0] = decisive
         return
-    if evaluation.verdict is not Verdict.ACCEPTED:
+    if evaluation.verdict is not Verdict.ACCEPTED or _runtime_compute(evaluation, run.census, policy):
         return
     degenerate = run.degenerate  # waits for the check, so its notes are complete
     evaluation.reasons.extend(run.canary_notes)
@@ -417,7 +460,7 @@ def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: Ch
             return
         evaluation.reasons += [cached] if cached else []
     if run.timed is not None:
-        _judge_timing(evaluation, run.timed)
+        _judge_timing(evaluation, run.timed, policy)
         _state_the_protocol(evaluation, run.timed, policy)
         if evaluation.accepted:
             evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
@@ -486,7 +529,7 @@ def _judge_outputs(evaluation: Evaluation, outputs: Any, reference: ReferenceRun
     evaluation.reasons[:0] = failures
 
 
-def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
+def _judge_timing(evaluation: Evaluation, timed: TimedRun, policy: EvalPolicy) -> None:
     if timed.failures:
         evaluation.verdict = Verdict.INCORRECT if timed.failures[0].startswith("[timed-check]") else Verdict.REJECTED
         evaluation.reasons[:0] = timed.failures
@@ -506,6 +549,12 @@ def _judge_timing(evaluation: Evaluation, timed: TimedRun) -> None:
     evaluation.speedup_ci = within
     _apply_noise_floor(evaluation, timed, ref, within)
     catch = 1 - 0.99 ** timed.checked_calls
+    if policy.hardening and timed.checked_calls < policy.timed_checks:
+        evaluation.reasons.append(
+            f"[checks] only {timed.checked_calls} timed calls were checked, under the {policy.timed_checks} the "
+            f"policy asks for (they did not fit in 5x the timing budget): a kernel wrong on 1% of calls would be "
+            f"caught with probability {catch:.2f}, not {1 - 0.99 ** policy.timed_checks:.2f}; raise timing_budget_s "
+            "for more")
     evaluation.isolation["timing"] = {
         "clock": "CUDA events per call, backed by the parent's clock" if ref is timed.ref_event_ms else
                  "parent perf_counter_ns around each batch; reference in its own process",

@@ -276,6 +276,9 @@ class Child:
         import torch
 
         bind_device_sync(self.job.device)
+        from harness.child.census import prepare
+
+        prepare()
         self.identities = identity_snapshot()
         self.threads: dict[str, dict[str, int]] = {"start": thread_state()}
         self.result["threads"] = self.threads
@@ -345,6 +348,16 @@ class Child:
             self.switch.poison = False
         torch.save(portable(output) if output is not None else None, self.scratch / J.KNOCKOUT_FILE)
         return {"status": "ok", "checked": True}
+
+    def do_census(self, command: dict[str, Any]) -> dict[str, Any]:
+        """One call on trial 0's inputs (in input slot `slot` where the parent makes the calls) under the compute
+        census (harness/child/census.py): which PyTorch operators forward ran outside the candidate's kernels."""
+        from harness.child.census import census
+
+        inputs = self.slots[command["slot"]] if "slot" in command else \
+            to_device(cloned(self.payload["trials"][0]["inputs"]), self.job.device)
+        _, found = census(lambda: _call(self.model, inputs), lambda: self.switch.depth, self.job.device == "cpu")
+        return {"status": "ok", "census": found}
 
     # -- timing: the parent holds the clock --------------------------------------------------------------------
 

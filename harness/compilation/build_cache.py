@@ -53,6 +53,7 @@ class KernelSwitch:
         self.calls = 0
         self.poison = False
         self.wrapped = 0
+        self.depth = 0  # inside one of the candidate's own functions (what a compute census attributes to it)
 
     def wrap(self, module: Any) -> Any:
         proxy = types.ModuleType(getattr(module, "__name__", "extension"))
@@ -74,7 +75,11 @@ class KernelSwitch:
             holder = getattr(torch.ops, namespace)
             for name in names:
                 try:
-                    setattr(holder, name, self._wrap(getattr(holder, name)))
+                    packet = getattr(holder, name)
+                    wrapper = self._wrap(packet)
+                    for overload in packet.overloads():  # torch resolves `ns.op.default` through the namespace
+                        setattr(wrapper, overload, getattr(packet, overload))  # (a dispatch mode does)
+                    setattr(holder, name, wrapper)
                 except (AttributeError, RuntimeError):  # declared in a comment, or never registered
                     continue
                 self.wrapped += 1
@@ -84,7 +89,11 @@ class KernelSwitch:
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             switch.calls += 1
-            result = function(*args, **kwargs)
+            switch.depth += 1
+            try:
+                result = function(*args, **kwargs)
+            finally:
+                switch.depth -= 1
             if switch.poison:
                 _poison(result if result is not None else list(args) + list(kwargs.values()))
             return result

@@ -8,7 +8,7 @@ the device from the parent's recipes, times each call with CUDA events after an 
 (`StagingSide`). Every timed call is probed and a few are compared in full (`harness/measurement/timed_checks.py`). With
 `timing_precision`, a discarded pilot predicts how many batches a precise speedup needs, so a steady kernel is not timed
 for the whole budget; at least `timed_checks` calls still run (where they fit in 5x the budget), so the detection
-probability does not shrink with the timing or with large problems.
+probability does not shrink with the timing; where they do not fit, the verdict says how many were checked.
 """
 
 from __future__ import annotations

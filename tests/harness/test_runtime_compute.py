@@ -1,0 +1,45 @@
+"""The kernel does the work, decided at run time (issue 31, family 4): PyTorch compute that forward runs outside
+the candidate's kernels is seen however it is reached (inherited, a module-level helper, a name built at run
+time), which reading `forward`'s body missed. Strict rejects it; default says it. The census is one extra call
+(harness/child/census.py): a hint about an honest model's forward, not proof against a hostile one."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import EvalPolicy, Verdict, evaluate
+from kernelbench.bundled import bundled_candidate, find_bundled
+from tests.conftest import relu_variant
+
+pytestmark = pytest.mark.slow
+RELU = find_bundled("relu")
+FAST = EvalPolicy(timing_budget_s=0.1, timed_checks=30)
+STRICT = FAST.model_copy(update={"static_policy": "strict"})
+
+THROUGH_A_HELPER = relu_variant("return relu_ext.relu_forward(_prepared(x))", prelude=(
+    "def _prepared(t):\n    return getattr(torch, 'rel' + 'u')(t)  # a name the source scan never sees spelled out"))
+THROUGH_THE_PARENT = relu_variant("return relu_ext.relu_forward(super(type(self), self).forward(x))",
+                                  prelude="class _Base(nn.Module):\n    def forward(self, x):\n        return x.clamp(min=0)")
+
+
+@pytest.mark.parametrize("source", [THROUGH_A_HELPER, THROUGH_THE_PARENT], ids=["helper", "inherited"])
+def test_library_compute_however_reached_is_rejected_by_strict(source: str) -> None:
+    source = source.replace("class ModelNew(nn.Module):", "class ModelNew(_Base):") if "_Base" in source else source
+    evaluation = evaluate(RELU, source, "cpu", STRICT)
+    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+    assert evaluation.reasons[0].startswith("[runtime-compute]"), evaluation.reasons
+
+
+def test_default_accepts_it_and_says_which_operators() -> None:
+    evaluation = evaluate(RELU, THROUGH_A_HELPER, "cpu", FAST)
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+    said = next(r for r in evaluation.reasons if r.startswith("[runtime-compute]"))
+    assert "aten.relu" in said and "of the forward's time" in said
+    assert evaluation.isolation["runtime_compute"]["ops"] == {"aten.relu": 1}
+
+
+def test_a_kernel_doing_all_the_work_stays_accepted_under_strict() -> None:
+    """The honest control: the bundled ReLU (its own output allocation and a contiguous() are bookkeeping)."""
+    evaluation = evaluate(RELU, bundled_candidate(RELU, "cpu").read_text(), "cpu", STRICT)
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+    assert not any(r.startswith("[runtime-compute]") for r in evaluation.reasons)
