@@ -15,7 +15,7 @@ from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
 from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candidate, parse_judge
 from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_retry_messages,
-                           repair_messages)
+                           quoted_inline, repair_messages)
 from agent.recorder import RunRecorder
 from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
@@ -351,7 +351,7 @@ def _others(outcomes: list[Outcome], focus: Attempt | None, limit: int = 6) -> l
             continue
         name = f"candidate {outcome.slot + 1}" + (f", fix {outcome.repair}" if outcome.repair else "")
         result = f"accepted, {attempt.speedup:.2f}x" if attempt.speedup is not None else attempt.verdict
-        why = f": {headline(attempt.reasons[0], attempt.source, 200)}" if attempt.reasons and \
+        why = f": {quoted_inline(headline(attempt.reasons[0], attempt.source, 200))}" if attempt.reasons and \
             attempt.verdict != "accepted" else ""
         lines.append(f"{name}: {result}{why}")
     return lines[:limit]
@@ -375,8 +375,9 @@ def _history_line(round_: int, advice: JudgeAdvice | UnusableAdvice | None, outc
     else:
         failed = next((o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR), None)
         got = "got no kernel (the coder calls failed)" if failed is None else \
-            f"got {failed.attempt.verdict}" + (f": {headline(failed.attempt.reasons[0], failed.attempt.source, 160)}"
-                                               if failed.attempt.reasons else "")
+            f"got {failed.attempt.verdict}" + (
+                f": {quoted_inline(headline(failed.attempt.reasons[0], failed.attempt.source, 160))}"
+                if failed.attempt.reasons else "")
     return f"round {round_ + 1}: {asked}{got}"
 
 

@@ -101,5 +101,5 @@ def test_the_rounds_other_attempts_reach_the_judge_and_the_coder(tmp_path: Path)
     judge = next(c for c in calls if c.purpose == "judge").messages[-1]["content"]
     coder = [c for c in calls if c.purpose == "coder" and c.round == 1][0].messages[-1]["content"]
     for prompt in (judge, coder):
-        assert "The round's other attempts:\n- candidate 1: compile_error: [scripted] compile_error" in prompt
+        assert "The round's other attempts:\n- candidate 1: compile_error: <evaluation-output> [scripted] compile_error </evaluation-output>" in prompt
     assert "speedup: 1.500x" in judge  # the judged kernel is the accepted one, shown in full

@@ -39,13 +39,13 @@ def test_after_a_slower_round_the_search_returns_to_the_best_kernel(tmp_path: Pa
     coders = [c.messages[-1]["content"] for c in calls if c.purpose == "coder"]
     assert all("speedup: 1.500x" in prompt for prompt in judges)  # round 3 and 4's judges read the 1.5x kernel
     assert "- candidate 1: accepted, 1.20x" in judges[1]
-    assert "- candidate 1: incorrect: [scripted] incorrect" in judges[2]
+    assert "- candidate 1: incorrect: <evaluation-output> [scripted] incorrect </evaluation-output>" in judges[2]
     assert f"The best kernel so far:\n```python\n{FAST.strip()}" in coders[2]
     assert f"The best kernel so far:\n```python\n{FAST.strip()}" in coders[3]
     assert summary["best"]["speedup"] == 1.5 and summary["best"]["round"] == 1
     history = ("What this run has tried so far:\n- round 1: got 1.50x (the best so far)\n"
                "- round 2: asked to unroll by 4 (expected: about 1.3x faster); got 1.20x (best so far 1.50x)\n"
-               "- round 3: asked to prefetch; got incorrect: [scripted] incorrect")
+               "- round 3: asked to prefetch; got incorrect: <evaluation-output> [scripted] incorrect </evaluation-output>")
     assert history in coders[3] and history in judges[2]
 
 
