@@ -35,6 +35,15 @@ _MACHINE_LOCK = Path(tempfile.gettempdir()) / "kernelwright-cpu-timing.lock"  # 
 _FREEZE_WAIT_S = 5.0
 
 
+def _timing_lock(device: str) -> str | Path:
+    """Machine-wide for a GPU (every kernelwright home on the machine shares its GPUs: a lock per home let two
+    evaluations time on one GPU at once), per visible-device set so two GPUs time side by side."""
+    if device == "cpu":
+        return f"timing-{device}.lock"
+    visible = "".join(c for c in os.environ.get("CUDA_VISIBLE_DEVICES", "all") if c.isalnum() or c in ",-")
+    return Path(tempfile.gettempdir()) / f"kernelwright-{device}-{visible or 'none'}-timing.lock"
+
+
 @contextmanager
 def _locked(name: str | Path, operation: int) -> Iterator[None]:
     """flock a file under the kernelwright home (a name) or anywhere (a path) for the block."""
@@ -75,7 +84,7 @@ def timing_slot(device: str, keep: tuple[Path, ...] = (), cpus: str | None = Non
     evaluation's timed children frozen: all of them share the timing CPUs). `keep`: the freezers of the children
     this timing drives itself; `cpus`: the timing CPUs, which this process's other threads leave meanwhile."""
     started = time.perf_counter()
-    with _locked(f"timing-{device}.lock", fcntl.LOCK_EX):
+    with _locked(_timing_lock(device), fcntl.LOCK_EX):
         if device != "cpu":
             yield Slot(time.perf_counter() - started)
             return

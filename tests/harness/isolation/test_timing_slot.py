@@ -294,3 +294,29 @@ def test_optimize_best_of_four_times_one_candidate_at_a_time(tmp_path: Path, mon
     assert summary["best"]["verdict"] == "accepted" and len(intervals) == 4
     ordered = sorted(intervals)
     assert all(a[1] <= b[0] for a, b in zip(ordered, ordered[1:])), f"timed regions overlapped: {intervals}"
+
+
+def test_the_gpu_timing_slot_is_machine_wide_not_per_home(tmp_path, monkeypatch) -> None:
+    """Two kernelwright homes on one machine share its GPU: one holding the CUDA slot makes the other wait."""
+    import threading
+    import time as clock
+
+    from harness.isolation.timing_slot import _timing_lock, timing_slot
+
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path / "one"))
+    first = _timing_lock("cuda")
+    monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path / "two"))
+    assert _timing_lock("cuda") == first
+    held = threading.Event()
+
+    def hold() -> None:
+        with timing_slot("cuda"):
+            held.set()
+            clock.sleep(0.5)
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    held.wait(5)
+    with timing_slot("cuda") as slot:
+        assert slot.waited_s > 0.3
+    thread.join()
