@@ -4,6 +4,12 @@ fast_p = fraction of *all* problems whose kernel is accepted and faster than p (
 the geometric-mean speedup is over accepted kernels only, and says so. Problems whose kernel is `degenerate`
 (correct on a problem whose canaries pass: correctness there proves nothing) are counted apart and left out of
 every rate, fast_p and the geomean.
+
+Noise is not counted (issue 32): where a row carries its speedup's 95% interval (`speedup_ci`, widened by the A/A
+floor), a kernel counts as faster than p only if the whole interval is above p, and the geomean takes a speedup
+whose interval holds 1.0 as 1.0 (no measurable change); `geomean_speedup_point` keeps the plain point estimates
+and `within_noise` counts the accepted kernels whose interval holds 1.0. Rows without an interval (older stores)
+count by their point estimate.
 """
 
 from __future__ import annotations
@@ -21,17 +27,39 @@ def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     rows = [r for r in everything if r.get("verdict") != "degenerate"]
     accepted = [r for r in rows if r.get("verdict") == "accepted" and r.get("speedup")]
     speedups = [float(r["speedup"]) for r in accepted]
+    lows = [_interval(r)[0] for r in accepted]
+    resolved = [1.0 if _holds_one(r) else s for r, s in zip(accepted, speedups)]
     total = len(rows)
     return {
         "problems": total,
         "degenerate": len(everything) - total,
         "correct": len(accepted),
         "correctness_rate": len(accepted) / total if total else 0.0,
-        "fast_p": {f"{p:g}": (sum(s > p for s in speedups) / total if total else 0.0) for p in FAST_P},
-        "geomean_speedup_correct": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+        "fast_p": {f"{p:g}": (sum(s > p and low > p for s, low in zip(speedups, lows)) / total if total else 0.0)
+                   for p in FAST_P},
+        "geomean_speedup_correct": _geomean(resolved),
+        "geomean_speedup_point": _geomean(speedups),
+        "within_noise": sum(_holds_one(r) for r in accepted),
         "failures": dict(Counter(r.get("verdict") or r.get("status") or "unknown" for r in rows
                                  if r.get("verdict") != "accepted")),
     }
+
+
+def _interval(row: dict[str, Any]) -> tuple[float, float]:
+    """The row's 95% interval, or its point estimate twice where it has none."""
+    ci = row.get("speedup_ci")
+    if isinstance(ci, (list, tuple)) and len(ci) == 2 and all(isinstance(v, (int, float)) for v in ci):
+        return float(ci[0]), float(ci[1])
+    return float(row["speedup"]), float(row["speedup"])
+
+
+def _holds_one(row: dict[str, Any]) -> bool:
+    low, high = _interval(row)
+    return low <= 1.0 <= high and low < high
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def by_level(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -136,7 +136,11 @@ def _metrics_table(metrics: dict[str, Any]) -> str:
                  + "".join(f"<td>{m['fast_p'][f'{p:g}']:.0%}</td>" for p in FAST_P)
                  + f"<td>{'-' if geo is None else f'{geo:.2f}x'}</td><td>{html.escape(_counts(m['failures']))}</td></tr>")
     return (f"<table><tr><th>level</th><th>problems</th><th>correct</th>{head}<th>geomean (correct)</th>"
-            f"<th>failures</th></tr>{body}</table>")
+            f"<th>failures</th></tr>{body}</table><p>{html.escape(NOISE_NOTE)}</p>")
+
+
+NOISE_NOTE = ("fast_p counts a kernel faster than p only where its whole 95% interval (widened by the A/A noise "
+              "floor) is above p; the geomean takes a speedup whose interval holds 1.0 as 1.0.")
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -242,6 +246,7 @@ def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {level} | {m['problems']} | {m['correctness_rate']:.0%} | "
                      + " | ".join(f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P)
                      + f" | {'-' if geo is None else f'{geo:.2f}x'} |")
+    lines += ["", NOISE_NOTE]
     lines += ["", "| problem | round | verdict | speedup | 95% interval | reference | candidate |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['problem']} | {_round(r)} | {r['verdict']} | {speedup_label(r['speedup'])} | "

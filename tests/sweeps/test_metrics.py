@@ -40,3 +40,16 @@ def test_degenerate_problems_are_counted_apart() -> None:
     summary = summarize(rows)
     assert summary["problems"] == 2 and summary["degenerate"] == 1
     assert summary["fast_p"]["1"] == 0.5 and summary["geomean_speedup_correct"] == 2.0
+
+
+def test_noise_is_not_counted_as_a_speedup() -> None:
+    """An A/A sweep (every kernel the reference itself) reads a little above or below 1.0 each time: with the
+    intervals that cover 1.0, fast_1 is 0 and the geomean is 1.0, while a clearly faster kernel still counts."""
+    aa = [{"level": 1, "verdict": "accepted", "speedup": s, "speedup_ci": [s * 0.9, s * 1.1]}
+          for s in (1.04, 0.97, 1.08, 0.95)]
+    m = summarize(aa)
+    assert m["fast_p"]["1"] == 0.0 and m["fast_p"]["0.8"] == 1.0
+    assert m["geomean_speedup_correct"] == pytest.approx(1.0) and m["within_noise"] == 4
+    assert m["geomean_speedup_point"] == pytest.approx(math.exp(sum(math.log(s) for s in (1.04, 0.97, 1.08, 0.95)) / 4))
+    faster = summarize(aa + [{"level": 1, "verdict": "accepted", "speedup": 1.6, "speedup_ci": [1.4, 1.8]}])
+    assert faster["fast_p"]["1"] == pytest.approx(1 / 5) and faster["fast_p"]["1.5"] == 0.0  # 1.4 does not clear 1.5
