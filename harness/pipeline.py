@@ -304,9 +304,9 @@ def _valid_census(found: Any) -> dict[str, Any] | None:
     if not isinstance(found, dict) or not isinstance(found.get("ops"), dict):
         return None
     ops = {str(k)[:60]: v for k, v in list(found["ops"].items())[:50] if type(v) is int and v > 0}
-    library, forward = found.get("library_s"), found.get("forward_s")
-    timed = type(library) is float and type(forward) is float and forward > 0
-    return {"ops": ops, "share": max(0.0, 1 - library / forward) if timed else None}
+    library, own = found.get("library_s"), found.get("own_s")
+    timed = type(library) is float and type(own) is float and library + own > 0
+    return {"ops": ops, "share": own / (own + library) if timed else None}
 
 
 def _runtime_compute(evaluation: Evaluation, census: dict[str, Any] | None, policy: EvalPolicy) -> bool:
@@ -318,7 +318,7 @@ def _runtime_compute(evaluation: Evaluation, census: dict[str, Any] | None, poli
     share = census["share"]
     evaluation.isolation["runtime_compute"] = {"ops": census["ops"], "kernel_share": share}
     said = (f"[runtime-compute] forward ran PyTorch's own compute outside the candidate's kernels ({ops})"
-            + (f"; the candidate's kernels did {share:.0%} of the forward's time" if share is not None else ""))
+            + (f"; the candidate's kernels did {share:.0%} of the compute time" if share is not None else ""))
     if policy.static_policy == "strict":
         evaluation.verdict = Verdict.REJECTED
         evaluation.reasons.insert(0, said + ": strict requires all of forward's compute in the candidate's kernels")

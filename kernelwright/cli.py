@@ -136,9 +136,12 @@ def _device_option(value: str) -> str:
 @app.command("eval")
 def eval_command(
     problem: str = typer.Argument(..., metavar="PROBLEM", help="Problem file (KernelBench format) or bundled problem name."),
-    candidate: Path = typer.Argument(..., metavar="CANDIDATE", help="Candidate file defining ModelNew."),
+    candidate: Optional[Path] = typer.Argument(None, metavar="[CANDIDATE]",
+                                               help="Candidate file defining ModelNew (not with --self-check)."),
     device: str = typer.Option("auto", callback=_device_option, metavar=DEVICE_CHOICES, help="cpu, cuda, cuda-compile-only or auto."),
     json_output: bool = _flag(False, "--json", help="Print one JSON object on stdout."),
+    self_check: bool = _flag(False, "--self-check", help="Time the problem's own Model against itself (A/A): "
+                                                         "what this machine can resolve now (nothing is stored)."),
     db: Optional[str] = typer.Option(None, "--db", help=DB_HELP),
     trials: int = typer.Option(5, min=1, help="Correctness trials with fresh seeds (5 covers every input "
                                                 "distribution, large magnitudes included)."),
@@ -153,14 +156,17 @@ def eval_command(
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     from kernelwright import render
-    from kernelwright.eval_service import run_eval
+    from kernelwright.eval_service import run_eval, run_self_check, self_check_verdict
 
     policy = _policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
                      build_timeout_s=build_timeout)
+    if self_check == (candidate is not None):
+        raise _fail("give a CANDIDATE file to judge, or --self-check to time the problem against itself (not both)")
     try:
         with _progress("evaluating") as say:
-            outcome = run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store,
-                               progress=say, profile=profile)
+            outcome = run_self_check(problem, device, policy, shrink=shrink, progress=say) if self_check else \
+                run_eval(problem, candidate, device, policy, db, shrink=shrink, store=not no_store, progress=say,
+                         profile=profile)
     except _user_errors() as exc:
         raise _fail(str(exc)) from None
     if outcome.shrink and outcome.shrink.changes:
@@ -170,10 +176,14 @@ def eval_command(
         data["evaluation_id"] = outcome.evaluation_id
         data["problem"] = outcome.problem.key
         data["shrunk"] = outcome.problem.shrunk
+        if self_check:
+            data["self_check"] = self_check_verdict(outcome.evaluation)
         typer.echo(json.dumps(data))
     else:
         render.print_table(render.evaluation_table(outcome.problem, outcome.evaluation))
-    if not outcome.evaluation.accepted:
+        if self_check:
+            typer.echo(self_check_verdict(outcome.evaluation))
+    if not outcome.evaluation.accepted or (self_check and outcome.evaluation.speedup_significant):
         raise typer.Exit(EXIT_NOT_ACCEPTED)
 
 

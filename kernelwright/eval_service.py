@@ -106,5 +106,34 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     return EvalOutcome(problem, evaluation, evaluation_id, shrunk)
 
 
+def run_self_check(problem_spec: str, device: str, policy: EvalPolicy, shrink: bool = False,
+                   progress: Progress | None = None) -> EvalOutcome:
+    """The problem's own Model timed as a candidate (harness/measurement/self_check.py): the right answer is 1.00x,
+    so what it prints is what this machine can resolve now. Never stored: it is no kernel."""
+    from harness.measurement.self_check import self_check_policy, self_check_source
+
+    problem, shrunk = target_problem(problem_spec, shrink)
+    resolved = resolve_device(device)
+    refuse_unallocatable(problem, resolved, policy.memory_limit_mb)
+    evaluation = evaluate(problem, self_check_source(problem), resolved, self_check_policy(policy), progress=progress)
+    return EvalOutcome(problem, evaluation, None, shrunk)
+
+
+def self_check_verdict(evaluation: Evaluation) -> str:
+    """One line: what the A/A measurement says about this machine now."""
+    if not evaluation.accepted or evaluation.speedup is None or evaluation.speedup_ci is None:
+        return f"self-check could not time the problem: {evaluation.verdict.value}"
+    low, high = evaluation.speedup_ci
+    precision = evaluation.isolation.get("precision") or {}
+    spread = precision.get("between_process_spread")
+    resolves = f"; two copies of the reference disagreed by up to {spread:.1%}" if spread is not None else ""
+    if low <= 1.0 <= high:
+        return (f"self-check: the reference against itself read {evaluation.speedup:.3f}x [{low:.3f}-{high:.3f}], "
+                f"which holds 1.0: speedups outside about {max(1 - low, high - 1):.1%} are resolvable here now"
+                f"{resolves}")
+    return (f"self-check: the reference against itself read {evaluation.speedup:.3f}x [{low:.3f}-{high:.3f}], "
+            f"which leaves 1.0 out: this machine times the two sides differently now{resolves}")
+
+
 __all__ = ["EvalOutcome", "ProblemError", "SHRINK_HINT", "UsageError", "read_candidate", "refuse_unallocatable",
-           "run_eval", "target_problem", "unallocatable"]
+           "run_eval", "run_self_check", "self_check_verdict", "target_problem", "unallocatable"]

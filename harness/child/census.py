@@ -48,7 +48,8 @@ def prepare() -> None:
 
 
 def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tuple[Any, dict[str, Any]]:
-    """Run `call` under the census; (its result, {"ops": {name: count}, "library_s": s, "forward_s": s})."""
+    """Run `call` under the census; (its result, {"ops": {name: count}, "library_s": s, "forward_s": s}): the
+    seconds spent in PyTorch's compute outside the candidate's functions, and the forward's."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     counts: dict[str, int] = {}

@@ -356,8 +356,12 @@ class Child:
 
         inputs = self.slots[command["slot"]] if "slot" in command else \
             to_device(cloned(self.payload["trials"][0]["inputs"]), self.job.device)
-        _, found = census(lambda: _call(self.model, inputs), lambda: self.switch.depth, self.job.device == "cpu")
-        return {"status": "ok", "census": found}
+        self.switch.clocked, self.switch.own_s = True, 0.0
+        try:
+            _, found = census(lambda: _call(self.model, inputs), lambda: self.switch.depth, self.job.device == "cpu")
+        finally:
+            self.switch.clocked = False
+        return {"status": "ok", "census": {**found, "own_s": self.switch.own_s}}
 
     # -- timing: the parent holds the clock --------------------------------------------------------------------
 

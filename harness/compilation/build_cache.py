@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any, Callable
@@ -54,6 +55,8 @@ class KernelSwitch:
         self.poison = False
         self.wrapped = 0
         self.depth = 0  # inside one of the candidate's own functions (what a compute census attributes to it)
+        self.clocked = False  # during a census only: the time spent inside the candidate's own functions
+        self.own_s = 0.0
 
     def wrap(self, module: Any) -> Any:
         proxy = types.ModuleType(getattr(module, "__name__", "extension"))
@@ -90,10 +93,13 @@ class KernelSwitch:
         def kernel(*args: Any, **kwargs: Any) -> Any:
             switch.calls += 1
             switch.depth += 1
+            started = time.perf_counter() if switch.clocked and switch.depth == 1 else None
             try:
                 result = function(*args, **kwargs)
             finally:
                 switch.depth -= 1
+                if started is not None:
+                    switch.own_s += time.perf_counter() - started
             if switch.poison:
                 _poison(result if result is not None else list(args) + list(kwargs.values()))
             return result

@@ -142,3 +142,20 @@ def test_a_failed_build_is_not_reported_as_built() -> None:
     console.print(evaluation_table(find_bundled("relu"), evaluation))
     text = console.export_text()
     assert "cached, failed after 1.2 s" in text and "built in" not in text
+
+
+@pytest.mark.slow
+def test_eval_self_check_prints_what_this_machine_can_resolve(tmp_path: Path) -> None:
+    """The problem's own Model against itself: the interval holds 1.0, nothing is stored, and a candidate file
+    beside --self-check is a usage error."""
+    db = tmp_path / "never.db"
+    done = _run("eval", "relu", "--self-check", "--device", "cpu", "--json", "--db", f"sqlite:///{db}")
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(done.stdout)
+    low, high = data["speedup_ci"]
+    assert low <= 1.0 <= high and data["speedup_significant"] is False
+    assert data["self_check"].startswith("self-check: the reference against itself read") and "holds 1.0" in \
+        data["self_check"]
+    assert data["evaluation_id"] is None and not db.exists()
+    both = _run("eval", "relu", str(RELU_CANDIDATE), "--self-check", "--device", "cpu")
+    assert both.returncode == 2 and "not both" in both.stderr
