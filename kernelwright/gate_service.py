@@ -99,12 +99,24 @@ def _stored_speedup(sessions: object, candidate_id: int, device: str) -> float |
         return session.scalar(query)
 
 
-def speedup_not_reproduced(stored: float | None, evaluation: object) -> str | None:
-    """A reason when the stored speedup is outside what a fresh measurement supports, else None."""
+def _stored_low(sessions: object, candidate_id: int, device: str, stored: float | None) -> float | None:
+    """The lower end of the stored interval of the evaluation that holds `stored` (None where it has none)."""
+    if stored is None:
+        return None
+    with sessions() as session:  # type: ignore[operator]
+        return session.scalar(select(EvaluationRow.speedup_low).where(
+            EvaluationRow.candidate_id == candidate_id, EvaluationRow.verdict == "accepted",
+            EvaluationRow.device == device, EvaluationRow.speedup == stored).limit(1))
+
+
+def speedup_not_reproduced(stored: float | None, evaluation: object, stored_low: float | None = None) -> str | None:
+    """A reason when the stored speedup is outside what a fresh measurement supports, else None: the two intervals
+    do not overlap (both are widened by their runs' A/A floors), or, whatever the stored interval says, the stored
+    point is over NOISE_BAND times the re-measured interval's top."""
     interval = getattr(evaluation, "speedup_ci", None)
     if stored is None or not interval or getattr(evaluation, "verdict", None) != "accepted":
         return None
-    if stored > interval[1] * NOISE_BAND:
+    if stored > interval[1] * NOISE_BAND or (stored_low is not None and stored_low > interval[1]):
         return (f"[speedup] the store says {stored:.2f}x; re-measured {evaluation.speedup:.2f}x (95% interval "  # type: ignore[attr-defined]
                 f"{interval[0]:.2f}-{interval[1]:.2f}x): the stored speedup cannot be reproduced")
     return None
@@ -169,12 +181,13 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
         else:
             intact.append(row)
     stored = {row.id: _stored_speedup(sessions, row.id, device) for row in intact}
+    lows = {row.id: _stored_low(sessions, row.id, device, stored[row.id]) for row in intact}
 
     def keep(index: int, evaluation: Evaluation) -> None:
         row = intact[index]
         problem = _problem_of(row)
         evaluation_id = add_evaluation(sessions, row.id, evaluation)
-        unreproduced = speedup_not_reproduced(stored[row.id], evaluation)
+        unreproduced = speedup_not_reproduced(stored[row.id], evaluation, lows[row.id])
         verdict = "unreproduced" if unreproduced else evaluation.verdict.value
         results[row.id] = GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
                                      ([unreproduced] if unreproduced else []) + evaluation.reasons,

@@ -98,6 +98,9 @@ def test_a_forged_speedup_is_not_reproduced() -> None:
     assert "[speedup]" in speedup_not_reproduced(9.1, measured)  # a row inserted with a better number
     assert speedup_not_reproduced(1.2, measured) is None  # inside the noise band
     assert speedup_not_reproduced(None, measured) is None
+    # with the stored interval: disjoint intervals are not reproduced even inside the band, overlapping ones are
+    assert "[speedup]" in speedup_not_reproduced(1.2, measured, stored_low=1.12)
+    assert speedup_not_reproduced(1.2, measured, stored_low=1.03) is None
 
 
 def test_gate_of_solutions_keeps_to_problem_shows_and_stores_the_interval(tmp_path: Path) -> None:
