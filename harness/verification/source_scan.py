@@ -71,6 +71,26 @@ _OWN_LIBRARY = re.compile(r"\b(?:STABLE_)?TORCH_LIBRARY(?:_FRAGMENT)?\s*\(\s*(\w
 _OWN_OPS = re.compile(r"\.\s*def\s*\(\s*\"(?:\w+::)?(\w+)[(\"]")
 
 
+# `using namespace std;` (or `using std::thread;`) then `thread t(...)`, `jthread{...}`, `async(...)`: the same
+# threads under the names the directive brings in
+_STD_DIRECTIVE = re.compile(r"\busing\s+(?:namespace\s+(?:::)?std\s*;|(?:::)?std::(?:thread|jthread|async)\s*;)")
+_STD_NAMESPACE_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?std\s*;")
+_UNQUALIFIED_THREADS = re.compile(r"(?<![\w:.>])(?:j?thread\s*(?:\w+\s*)?[({]|async\s*\()")
+
+
+def _std_threads(code: str) -> int | None:
+    """Where a thread is started through a using-directive or a namespace alias of std, else None."""
+    for alias in _STD_NAMESPACE_ALIAS.findall(code):
+        match = re.search(rf"\b{alias}::(?:j?thread|async)\b", code)
+        if match:
+            return match.start()
+    if _STD_DIRECTIVE.search(code):
+        match = _UNQUALIFIED_THREADS.search(code)
+        if match:
+            return match.start()
+    return None
+
+
 def own_namespaces(code: str) -> set[str]:
     """Operator namespaces the candidate's C++ defines (TORCH_LIBRARY(ns, m), the stable STABLE_TORCH_LIBRARY):
     torch.ops.<ns>.<op> then calls its own kernel."""
@@ -121,6 +141,10 @@ def scan_cpp(code: str, strict: bool) -> list[Any]:
         match = pattern.search(text)
         if match:
             findings.append(Finding(check, f"{message}: `{_line_of(text, match.start())}`"))
+    unqualified = _std_threads(code)
+    if unqualified is not None and not any(f.check == "threads" for f in findings):
+        findings.append(Finding("threads", f"starts threads: work after return escapes the timer: "
+                                           f"`{_line_of(code, unqualified)}`"))
     for pattern, what in ((_TORCH_COMPUTE, "calls PyTorch's own operator"), (_METHOD_COMPUTE, "calls a tensor op"),
                           (_LIBRARY, "calls a vendor library (cuBLAS/cuDNN/CUTLASS)")):
         match = pattern.search(code)

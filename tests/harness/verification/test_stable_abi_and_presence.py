@@ -141,3 +141,30 @@ def test_load_inline_under_any_name_bound_to_it_counts_as_a_build(form: str) -> 
 @pytest.mark.parametrize("form", sorted(NOT_BUILDS))
 def test_a_call_named_load_that_is_not_torchs_is_no_build(form: str) -> None:
     assert _no_kernel(NOT_BUILDS[form])
+
+
+THREADS_UNDER_OTHER_NAMES = {
+    "using-directive": "using namespace std;\nvoid f(){ thread t([]{}); t.detach(); }",
+    "using-declaration": "using std::thread;\nvoid f(){ thread worker{[]{}}; worker.join(); }",
+    "async": "using namespace std;\nvoid f(){ auto r = async(launch::async, []{ return 1; }); }",
+    "namespace-alias": "namespace s = std;\nvoid f(){ s::thread t([]{}); t.join(); }",
+}
+NOT_THREADS = {
+    "a variable named threads": "using namespace std;\nint threads = 4;\nvoid f(int thread_id){ }",
+    "CUDA's threadIdx": "__global__ void k(float* x){ int i = threadIdx.x; x[i] = 0; }",
+    "a function named thread, no std": "int thread(int x){ return x; }\nvoid f(){ thread(3); }",
+}
+
+
+@pytest.mark.parametrize("form", sorted(THREADS_UNDER_OTHER_NAMES))
+def test_threads_started_under_the_names_a_using_brings_in_are_found(form: str) -> None:
+    from harness.verification.source_scan import scan_cpp
+
+    assert any(f.check == "threads" for f in scan_cpp(THREADS_UNDER_OTHER_NAMES[form], strict=False))
+
+
+@pytest.mark.parametrize("form", sorted(NOT_THREADS))
+def test_code_that_only_says_thread_is_not_a_thread(form: str) -> None:
+    from harness.verification.source_scan import scan_cpp
+
+    assert not any(f.check == "threads" for f in scan_cpp(NOT_THREADS[form], strict=False))
