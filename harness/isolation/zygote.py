@@ -288,6 +288,7 @@ def _run_child(writable: list[str], visible: list[str], hidden: list[str], progr
     import runpy
     import tempfile
     import traceback
+    import warnings
 
     from harness.isolation import jail
 
@@ -299,7 +300,9 @@ def _run_child(writable: list[str], visible: list[str], hidden: list[str], progr
         import torch
 
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-        runpy.run_module(program, run_name="__main__", alter_sys=True)
+        with warnings.catch_warnings():  # the program was preloaded here on purpose: runpy's warning about that
+            warnings.filterwarnings("ignore", category=RuntimeWarning, module="runpy")  # is no one's output
+            runpy.run_module(program, run_name="__main__", alter_sys=True)
     except BaseException:
         traceback.print_exc()
         sys.stderr.flush()

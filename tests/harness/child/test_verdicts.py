@@ -163,3 +163,13 @@ def test_a_candidate_that_fills_its_scratch_folder_is_stopped_by_the_kernel_and_
     assert evaluation.verdict is Verdict.REJECTED
     assert evaluation.reasons[0].startswith("[scratch-limit]") and "64 MB" in evaluation.reasons[0]
     assert "memory limit" not in " ".join(evaluation.reasons)
+
+
+def test_a_crash_report_shows_the_candidates_own_output_only() -> None:
+    """What a crashed candidate printed reaches the judge; the harness's own start-up chatter (runpy's warning about
+    the preloaded child program) does not (issue 34 item 8)."""
+    source = relu_variant("print('printed by the candidate', flush=True)\nimport os\nos._exit(3)")
+    evaluation = evaluate(find_bundled("relu"), source, "cpu", EvalPolicy(timing_budget_s=0.1, static_policy="off"))
+    assert evaluation.verdict is Verdict.CRASH
+    last = next(r for r in evaluation.reasons if r.startswith("last output:"))
+    assert last == "last output:\nprinted by the candidate", last
