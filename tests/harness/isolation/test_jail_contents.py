@@ -6,6 +6,10 @@ store, and carried them out in its own exception text (which reaches the judge m
 from __future__ import annotations
 
 import ast
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -17,6 +21,19 @@ from tests.conftest import relu_variant
 pytestmark = pytest.mark.slow
 RELU = find_bundled("relu")
 NO_STATIC = EvalPolicy(timing_budget_s=0.2, static_policy="off")
+
+
+@contextmanager
+def _a_run_transcript() -> Iterator[Path]:
+    """A run's transcript in the home, as optimize leaves one (never the shared store: other tests use it)."""
+    folder = home().resolve() / "20991231-000000-secret"
+    folder.mkdir(parents=True, exist_ok=True)
+    transcript = folder / "transcript.jsonl"
+    transcript.write_text('{"prompt": "secret"}\n')
+    try:
+        yield transcript
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _what_the_candidate_saw(places: dict[str, str], reader: str) -> dict[str, object]:
@@ -35,9 +52,9 @@ def test_the_build_cache_and_the_home_show_nothing_of_others() -> None:
     evaluate(RELU, relu_variant("return relu_ext.relu_forward(x)"), "cpu", NO_STATIC)  # a build in the cache
     entries = [p.name for p in build_cache_dir().iterdir()]
     assert len(entries) > 1, entries  # the host sees its builds (the headers folder and at least one entry)
-    (home() / "kernelwright.db").write_text("secret results")
-    seen = _what_the_candidate_saw({"cache": str(build_cache_dir()), "home": str(home().resolve())},
-                                   "sorted(os.listdir(_place))")
+    with _a_run_transcript() as _transcript:
+        seen = _what_the_candidate_saw({"cache": str(build_cache_dir()), "home": str(home().resolve())},
+                                       "sorted(os.listdir(_place))")
     assert set(seen["cache"]) <= {"pch"}, seen
     assert set(seen["home"]) <= {"builds", "scratch"}, seen
 
@@ -47,7 +64,7 @@ def test_another_candidates_build_log_and_the_store_cannot_be_read() -> None:
     evaluate(RELU, relu_variant("return relu_ext.relu_forward(x)"), "cpu", NO_STATIC)
     entry = next(p for p in build_cache_dir().iterdir() if p.is_dir() and p.name != "pch")
     log = next(entry.iterdir())
-    (home() / "kernelwright.db").write_text("secret results")
-    seen = _what_the_candidate_saw({"log": str(log), "store": str(home().resolve() / "kernelwright.db")},
-                                   "pathlib.Path(_place).read_bytes()[:20]")
-    assert seen == {"log": "FileNotFoundError", "store": "FileNotFoundError"}, seen
+    with _a_run_transcript() as transcript:
+        seen = _what_the_candidate_saw({"log": str(log), "transcript": str(transcript)},
+                                       "pathlib.Path(_place).read_bytes()[:20]")
+    assert seen == {"log": "FileNotFoundError", "transcript": "FileNotFoundError"}, seen
