@@ -287,6 +287,9 @@ def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem:
         _failed(session.request({"cmd": "finish"}), run)
 
 
+NEGLIGIBLE_SHARE = 0.05  # the candidate's kernels' part of the compute time under which the speedup is PyTorch's
+
+
 def _slot_command(name: str, session: ChildSession, run: _Run, inputs: list[Any]) -> dict[str, Any]:
     """`name` on `inputs`, written by the parent into input slot 0 (frozen) where it makes the calls."""
     if run.checked_side is None or not run.checked_side.slots:
@@ -311,7 +314,7 @@ def _valid_census(found: Any) -> dict[str, Any] | None:
 
 def _runtime_compute(evaluation: Evaluation, census: dict[str, Any] | None, policy: EvalPolicy) -> bool:
     """PyTorch compute that forward ran outside the candidate's kernels, however it was reached: strict rejects
-    it; default says it (with the kernels' share of the forward's time, on the CPU). True when rejected."""
+    it; default says it (with the kernels' share of the compute time, on the CPU). True when rejected."""
     if not census or not census["ops"]:
         return False
     ops = ", ".join(f"{name} x{count}" for name, count in sorted(census["ops"].items()))
@@ -328,8 +331,6 @@ def _runtime_compute(evaluation: Evaluation, census: dict[str, Any] | None, poli
     evaluation.reasons.append(said)
     return False
 
-
-NEGLIGIBLE_SHARE = 0.05
 
 
 def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> dict[str, Any]:

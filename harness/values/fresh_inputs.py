@@ -22,6 +22,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from harness.defences import is_off
+
 Recipe = list[tuple[int, float, int] | int | None]  # per input: (roll offset, scale, fresh seed) for floating
 # tensors, a seed for integer and boolean ones, None for the rest
 
@@ -90,8 +92,6 @@ def _scaled(value: Any, pool: Any, offset: int, factor: float, seed: int) -> Any
 def _times_fresh(flat: Any, seed: int) -> None:
     """flat *= 1 - FRESH_SPREAD * u, u uniform and new for this seed, tiled with period FRESH_PERIOD beyond it."""
     import torch
-
-    from harness.defences import is_off
 
     if is_off("fresh_factor"):
         return
