@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
-from store.models import Base
+from store.migrate import NewerSchemaError, upgrade_to_head
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -70,7 +70,8 @@ def _missing_store(path: Path, defaulted: bool) -> StoreError:
 
 
 def open_store(url: str | None = None, create: bool = True) -> sessionmaker[Session]:
-    """Return a session factory for `url` (default: `default_url()`), creating missing tables. With
+    """Return a session factory for `url` (default: `default_url()`), its schema created or upgraded to this
+    release's (store.migrate; a store from a newer release is a StoreError that says to upgrade). With
     `create=False` (commands that only read or continue what is stored) a SQLite file that does not exist is a
     StoreError that says where it looked, instead of a new empty store."""
     defaulted = not (url or os.environ.get("KERNELWRIGHT_DB") or os.environ.get("KERNELWRIGHT_HOME"))
@@ -94,7 +95,9 @@ def open_store(url: str | None = None, create: bool = True) -> sessionmaker[Sess
     if parsed.get_backend_name() == "sqlite":
         _configure_sqlite(engine)
     try:
-        Base.metadata.create_all(engine)
+        upgrade_to_head(engine)
+    except NewerSchemaError as exc:
+        raise StoreError(f"the store at {store_location(url)}: {exc}") from None
     except Exception as exc:
         raise StoreError(f"cannot open database {url!r}: {exc}") from exc
     return sessionmaker(engine, expire_on_commit=False)
