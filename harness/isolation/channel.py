@@ -1,5 +1,6 @@
 """JSON lines between the parent and a child over two pipes. The child's side is plain blocking I/O; the
-parent's side waits with a deadline and never trusts what it reads (a malformed line is the child's failure)."""
+parent's side waits with a deadline and never trusts what it reads (a malformed line is the child's failure).
+What the lines say, one type per command and per reply, is harness/isolation/protocol.py."""
 
 from __future__ import annotations
 
@@ -46,7 +47,14 @@ class ParentEnd:
         self.pending = b""
 
     def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message) + "\n").encode()
+        self.send_encoded(self.encode(message))
+
+    @staticmethod
+    def encode(message: dict[str, Any]) -> bytes:
+        """One message as its line on the wire (encoded ahead, a timed command costs the clock only its write)."""
+        return (json.dumps(message) + "\n").encode()
+
+    def send_encoded(self, data: bytes) -> None:
         try:
             while data:
                 data = data[os.write(self.write_fd, data):]

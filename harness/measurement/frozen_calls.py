@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.isolation import protocol as P
 from harness.isolation import remote_memory
 from harness.isolation.session import ChildSession
 from harness.isolation.shared_slots import SharedSlots
@@ -146,13 +147,16 @@ class FrozenSide:
         if self.slots:
             self.session.freeze()
             return
-        reply = self.session.request({"cmd": "slots", "layout": self.shared.layout[:count]})
+        reply = self.session.request(P.Slots(self.shared.layout[:count]))
         if "failed" in reply:
             raise SideFailure("the child failed", reply)
-        slots, owned = reply.get("slots"), reply.get("owned")
-        if not isinstance(slots, list) or len(slots) != count or not isinstance(owned, list):
+        try:
+            made = P.SlotsMade.read(reply)
+        except P.MalformedReply:
+            made = None
+        if made is None or len(made.slots) != count:
             raise SideFailure(f"unexpected reply to `slots`: {str(reply)[:200]}")
-        self.slots, self.owned = slots, [(a, a + n) for a, n in owned if type(a) is int and type(n) is int]
+        self.slots, self.owned = made.slots, [(a, a + n) for a, n in made.owned]
         self.pid = self.session.memory_pid()
         if self.pid is None:
             raise SideFailure("the child's process could not be found to read its memory")
@@ -173,7 +177,7 @@ class FrozenSide:
             raise SideFailure("more calls in a batch than input slots")
         for slot, inputs in enumerate(values):
             self.write(slot, inputs)
-        command = {"cmd": "run", "slots": list(range(len(values))), "hold": self.to_hold, "release": self.to_release}
+        command = P.Run(list(range(len(values))), self.to_hold, self.to_release)
         self.to_hold, self.to_release = [], []
         elapsed, reply = self.session.timed(command, thaw=True)
         try:
@@ -181,7 +185,7 @@ class FrozenSide:
         except OSError as exc:
             whose = "the reference's" if self.reference else "the candidate's"
             raise SideFailure(f"{whose} process could not be frozen after its batch ({exc})") from None
-        outputs = reply.get("outputs")
+        outputs = reply.get("outputs")  # read here whatever the rest says: the caller reads the reply as a `Done`
         self.outputs = outputs if isinstance(outputs, list) and len(outputs) == len(values) else []
         return elapsed, reply
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.isolation import protocol as P
 from harness.measurement.frozen_calls import FrozenSide, SideFailure
 from harness.values.tensors import NOT_PLAIN
 
@@ -50,9 +51,13 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
         _, reply = side.batch(values)
         if "failed" in reply:
             raise SideFailure("the child failed", reply)
-        if reply.get("done") != len(chunk):
+        try:
+            done = P.Done.read(reply)
+        except P.MalformedReply:
+            done = None
+        if done is None or done.done != len(chunk):
             raise SideFailure(f"unexpected reply to `run`: {str(reply)[:200]}")
-        checked.kernel_calls += reply["kernel_calls"] if type(reply.get("kernel_calls")) is int else 0
+        checked.kernel_calls += done.kernel_calls or 0
         outputs = [side.fetch(call) for call in range(len(chunk))]
         checked.findings += _output_types(side, len(chunk)) + side.aliasing(len(chunk))
         if not mutating_reference:

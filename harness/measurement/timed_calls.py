@@ -22,9 +22,10 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, TypeVar
 
 from harness.defences import is_off
+from harness.isolation import protocol as P
 from harness.isolation.session import ChildSession
 from harness.isolation.timing_slot import pin_thread
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
@@ -64,6 +65,10 @@ class TimedRun:
     load: tuple[Load, Load] | None = None  # the machine's own accounts, before and after timing
 
 
+R = TypeVar("R", bound=P.Reply)
+_GO = P.Go()  # made once: nothing but its write is on the clock
+
+
 class TimingProtocolError(Exception):
     """A child answered a timing command with something other than what was asked: its failure."""
 
@@ -77,12 +82,15 @@ class ChildFailed(Exception):
         self.reference = reference
 
 
-def _expect(reply: dict[str, Any], key: str, reference: bool = False) -> Any:
+def _read(kind: type[R], reply: dict[str, Any], reference: bool = False) -> R:
+    """The reply read as `kind` (harness/isolation/protocol.py): ChildFailed where the child reported its own
+    failure, TimingProtocolError where it answered anything else."""
     if "failed" in reply:
         raise ChildFailed(reply, reference)
-    if key not in reply:
-        raise TimingProtocolError(f"unexpected reply {str(reply)[:200]}")
-    return reply[key]
+    try:
+        return kind.read(reply)
+    except P.MalformedReply as exc:
+        raise TimingProtocolError(str(exc)) from None
 
 
 class StagingSide:
@@ -96,13 +104,13 @@ class StagingSide:
         self.session, self.reference, self.scratch = session, reference, scratch
 
     def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
-        _expect(self.session.request({"cmd": "stage", "calls": calls}), "staged", self.reference)
-        elapsed, reply = self.session.timed({"cmd": "go"})
-        if _expect(reply, "done", self.reference) != len(calls):
+        _read(P.Staged, self.session.request(P.Stage(calls)), self.reference)
+        elapsed, reply = self.session.timed(_GO)
+        done = _read(P.Done, reply, self.reference)
+        if done.done != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than staged")
-        events = reply.get("event_ms")
-        self.event_ms = events if isinstance(events, list) and len(events) == len(calls) and calls and \
-            all(type(e) is float and 0 < e < 1e6 for e in events) else None
+        events = done.event_ms
+        self.event_ms = events if events is not None and len(events) == len(calls) and calls else None
         return elapsed
 
     def last_event_ms(self) -> float | None:
@@ -110,11 +118,10 @@ class StagingSide:
         return statistics.median(self.event_ms) if getattr(self, "event_ms", None) else None
 
     def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
-        return _expect(self.session.request({"cmd": "probe", "calls": mine, "positions": positions}), "values",
-                       self.reference)
+        return _read(P.Probed, self.session.request(P.Probe(mine, positions)), self.reference).values
 
     def fetch(self, calls: list[int], name: str) -> list[Any] | None:
-        _expect(self.session.request({"cmd": "outputs", "calls": calls, "file": name}), "status")
+        _read(P.Status, self.session.request(P.Outputs(calls, name)))
         try:
             import torch
 
@@ -140,9 +147,10 @@ class ParentSide:
             elapsed, reply = self.side.batch(values or [])
         except SideFailure as exc:
             raise TimingProtocolError(str(exc)) from None
-        if _expect(reply, "done", self.reference) != len(calls):
+        done = _read(P.Done, reply, self.reference)
+        if done.done != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than sent")
-        self.kernel_calls = reply["kernel_calls"] if type(reply.get("kernel_calls")) is int else 0
+        self.kernel_calls = done.kernel_calls or 0
         return elapsed
 
     def probe(self, mine: list[int], positions: list[list[int]]) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import torch
 
+from harness.isolation.protocol import as_wire
 from harness.measurement.timed_calls import Timing
 from harness.measurement.timed_checks import Tolerance, probes_agree, trial_tolerances
 from harness.policy import EvalPolicy
@@ -25,7 +26,8 @@ class ScriptedChild:
         self.ms, self.noise, self.rng = ms, noise, random.Random(seed)
         self.staged = 0
 
-    def request(self, command: dict[str, Any]) -> dict[str, Any]:
+    def request(self, command: Any) -> dict[str, Any]:
+        command = as_wire(command)
         assert command["cmd"] == "stage", command
         self.staged = len(command["calls"])
         return {"staged": self.staged}

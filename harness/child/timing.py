@@ -1,0 +1,149 @@
+"""The child's timing commands; the parent holds the clock around `go` and `run`.
+
+On CUDA (or a CPU without a freezer) the child stages each batch's fresh inputs from the parent's recipes
+(`stage`), runs them back to back (`go`) and is probed by request (harness/child/probing.py). On the CPU the parent
+writes every call's inputs into shared slots itself while this process is frozen (`slots` once, then `run` per
+batch) and reads the outputs from its memory (harness/measurement/frozen_calls.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from harness.child import calls as C
+from harness.child.process import CandidateFailure
+from harness.isolation import protocol as P
+from harness.values.integrity import flatten, thread_state
+from harness.values.tensors import NOT_PLAIN
+
+
+def describe_output(output: Any) -> list[Any]:
+    """Where each tensor of one call's output lies, for the parent to read itself: [address, dtype, shape,
+    strides, storage start, storage bytes, plain] per tensor; anything else by its type's name."""
+    import torch
+
+    described: list[Any] = []
+    for item in flatten(output):
+        if not isinstance(item, torch.Tensor):
+            described.append(type(item).__name__)
+            continue
+        if item.device.type == "meta" or item.layout != torch.strided:
+            described.append(f"{NOT_PLAIN} ({item.layout}, {item.device.type})")
+            continue
+        storage = item.untyped_storage()
+        described.append([item.data_ptr(), str(item.dtype).removeprefix("torch."), list(item.shape),
+                          list(item.stride()), storage.data_ptr(), storage.nbytes(),
+                          type(item) is torch.Tensor and item.device.type == "cpu"])
+    return described
+
+
+def make_flusher(device: str) -> Callable[[], None]:
+    """On CUDA, evict L2 before each timed call (as triton's do_bench does): inputs and weights come from DRAM."""
+    if device != "cuda":
+        return lambda: None
+    import torch
+
+    l2_bytes = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 50 * 2**20)
+    buffer = torch.empty(max(2 * l2_bytes, 64 * 2**20) // 4, dtype=torch.int32, device="cuda")
+
+    def flush() -> None:  # queued on the current stream ahead of the call: no host sync between calls
+        buffer.zero_()
+
+    return flush
+
+
+class TimedCalls:
+    """`stage`, `go`, `slots`, `run` (handlers of harness/child/main.py's Child)."""
+
+    def _timing_starts(self, phase: str = "timing") -> None:
+        """Once, at the first timing command (`slots` on the CPU: the checked calls come next, made the same way
+        as the timed ones): the threads and telemetry before them, the phase marker."""
+        if self.timing_started:
+            return
+        self.timing_started = True
+        self.threads.setdefault("after_correctness", thread_state())
+        if self.job.device == "cuda":
+            from harness.feedback.nvml import snapshot
+
+            self.result.telemetry = {"before": snapshot()}
+        self.events.write(phase=phase)
+
+    # -- the child stages its inputs (CUDA) ------------------------------------------------------------------
+
+    def do_stage(self, command: P.Stage) -> P.Staged:
+        """Fresh input sets for the next batch, made on the device (from device-resident trial inputs and pools)
+        before the parent's clock starts."""
+        from harness.values.fresh_inputs import fresh_inputs, make_pools
+        from harness.values.tensors import to_device
+
+        self._timing_starts()
+        if self.pools is None:
+            self.pools = to_device(make_pools(self.payload["trials"][0]["inputs"], self.job.pool_seed),
+                                   self.job.device)
+            self.bases = [to_device(trial["inputs"], self.job.device) for trial in self.payload["trials"]]
+            self.flush = make_flusher(self.job.device)
+        self.staged = [fresh_inputs(self.bases[trial], self.pools, recipe, self.job.device)
+                       for trial, recipe in command.calls]
+        self.outputs = []
+        C.sync(self.job.device)
+        return P.Staged(len(self.staged))
+
+    def do_go(self, command: P.Go) -> P.Done:
+        """The staged calls back to back, one device sync at the end. On CUDA, L2 is flushed on the device before
+        each call and CUDA events bracket each call (reported; the parent's clock over the batch checks them)."""
+        before = self.switch.calls
+        if self.job.device != "cuda":
+            self.outputs = [C.call(self.model, inputs) for inputs in self.staged]
+            C.sync(self.job.device)
+            self.kernel_calls["timed"] += self.switch.calls - before
+            return P.Done(len(self.outputs))
+        import torch
+
+        marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in self.staged]
+        self.outputs = []
+        for inputs, (start, end) in zip(self.staged, marks):
+            self.flush()
+            start.record()
+            self.outputs.append(C.call(self.model, inputs))
+            end.record()
+            # every stream of the device finishes before the next call starts: work a candidate queues on a side
+            # stream (or a stream per call) cannot overlap later calls, so the parent's clock over the batch holds
+            # all of it and `believed_samples` sees it as wall time outside the events
+            C.DEVICE_SYNC()
+        self.kernel_calls["timed"] += self.switch.calls - before
+        return P.Done(len(self.outputs), event_ms=[start.elapsed_time(end) for start, end in marks])
+
+    # -- the parent's hands: it writes the slots and reads the outputs (measurement/frozen_calls.py) -----------
+
+    def do_slots(self, command: P.Slots) -> P.SlotsMade:
+        """Input sets the parent fills while this process is frozen, over the shared file at the parent's layout:
+        where each lies ([address, bytes] per tensor input, None for the rest) and the memory of the model's
+        parameters, which no output may share."""
+        import torch
+
+        from harness.isolation.shared_slots import child_slots
+
+        if self.slots_fd is None:
+            raise CandidateFailure("crash", "slots asked of a child started without a shared slots file")
+        self._timing_starts("calls")
+        template = self.payload.get("template") or self.payload["trials"][0]["inputs"]  # shapes and dtypes
+        self.slots = child_slots(self.slots_fd, command.layout, template)
+        owned = list(self.model.parameters()) + list(self.model.buffers())
+        return P.SlotsMade(slots=[[[v.data_ptr(), v.numel() * v.element_size()] if isinstance(v, torch.Tensor)
+                                   else None for v in inputs] for inputs in self.slots],
+                           owned=[[t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()] for t in owned])
+
+    def do_run(self, command: P.Run) -> P.Done:
+        """forward() on each named slot, then a device sync; the outputs stay alive (the parent reads them while
+        this process is frozen) until the next `run`. The reply only says where they are."""
+        for handle in command.release or []:  # outputs the caller let go of: their memory may be reused
+            self.held.pop(handle, None)
+        for handle, index in command.hold or []:  # outputs of the last batch the caller keeps (a program
+            self.held[handle] = self.outputs[index]  # still holding a result): their memory must stay as it is
+        self.outputs = []  # the previous batch's outputs are released first, the same way before every batch
+        before = self.switch.calls
+        for index in command.slots:
+            self.outputs.append(C.call(self.model, self.slots[index]))
+        C.sync(self.job.device)
+        self.kernel_calls["timed"] += self.switch.calls - before
+        return P.Done(len(self.outputs), outputs=[describe_output(o) for o in self.outputs],
+                      kernel_calls=self.switch.calls - before)

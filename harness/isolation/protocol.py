@@ -1,0 +1,312 @@
+"""The parent-child protocol: one small type per command the parent sends and per reply the child sends back.
+
+On the wire every message stays what it was, one JSON object on one line (harness/isolation/channel.py): a
+command is `{"cmd": NAME, field: value, ...}` (a field left None is not sent), a reply is its fields as keys. Only
+JSON-like data ever crosses the pipe and nothing read from the child builds an object of its choosing: the parent
+reads a reply through the type it expects (`Done.read(reply)`), which checks each field's type and raises
+`MalformedReply` for anything else; a child that reported its own failure answers `Failed` instead, whatever
+was asked (`failure(reply)`).
+
+Shared by both sides, so it imports nothing of ours: the child (harness/child/) decodes commands with
+`decode_command` and dispatches on their type; the parent (harness/isolation/session.py, harness/measurement/,
+harness/pipeline.py) sends them. The reply types' `wire()` is what the child sends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+
+class MalformedReply(ValueError):
+    """A reply that is not the kind asked for, or whose fields have the wrong types: the child's failure."""
+
+
+# -- commands (parent -> child) ---------------------------------------------------------------------------------
+
+
+class Command:
+    """One command. `cmd` is its name on the wire; its dataclass fields are the rest of the message."""
+
+    cmd: ClassVar[str]
+
+    def wire(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"cmd": self.cmd}
+        for key, value in self.__dict__.items():
+            if value is not None:
+                message[key] = value
+        return message
+
+
+@dataclass
+class Load(Command):
+    """Import the candidate and construct ModelNew (the reference's child: construct Model). -> Status"""
+
+    cmd: ClassVar[str] = "load"
+
+
+@dataclass
+class Correctness(Command):
+    """The correctness trials run in the child, outputs saved to its scratch folder (CUDA). -> Status"""
+
+    cmd: ClassVar[str] = "correctness"
+
+
+@dataclass
+class Knockout(Command):
+    """One call with every kernel function poisoned, on input slot `slot` where the parent writes the inputs.
+    -> KnockedOut"""
+
+    cmd: ClassVar[str] = "knockout"
+    slot: int | None = None
+
+
+@dataclass
+class Census(Command):
+    """One call under the compute census, on input slot `slot` where the parent writes the inputs. -> CensusFound"""
+
+    cmd: ClassVar[str] = "census"
+    slot: int | None = None
+
+
+@dataclass
+class Stage(Command):
+    """Fresh input sets for the next batch, made in the child from `[trial, recipe]` per call (CUDA). -> Staged"""
+
+    cmd: ClassVar[str] = "stage"
+    calls: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Go(Command):
+    """The staged calls, back to back, on the parent's clock. -> Done"""
+
+    cmd: ClassVar[str] = "go"
+
+
+@dataclass
+class Probe(Command):
+    """Values at `positions` of the last batch's outputs of `calls`. -> Probed"""
+
+    cmd: ClassVar[str] = "probe"
+    calls: list[int] = field(default_factory=list)
+    positions: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class Slots(Command):
+    """Map the input slots the parent writes, at the parent's `layout` (harness/isolation/shared_slots.py).
+    -> SlotsMade"""
+
+    cmd: ClassVar[str] = "slots"
+    layout: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Run(Command):
+    """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
+    `[handle, call]` of the last batch. -> Done"""
+
+    cmd: ClassVar[str] = "run"
+    slots: list[int] = field(default_factory=list)
+    hold: list[list[int]] = field(default_factory=list)
+    release: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Outputs(Command):
+    """Save the last batch's outputs of `calls` to `file` in the scratch folder. -> Status"""
+
+    cmd: ClassVar[str] = "outputs"
+    calls: list[int] = field(default_factory=list)
+    file: str = ""
+
+
+@dataclass
+class Baseline(Command):
+    """Time eager PyTorch and torch.compile on the reference (a baseline job). -> BaselineTimes"""
+
+    cmd: ClassVar[str] = "baseline"
+
+
+@dataclass
+class Finish(Command):
+    """Write the result file; the child exits after answering. -> Status ("finished")"""
+
+    cmd: ClassVar[str] = "finish"
+
+
+COMMANDS: dict[str, type[Command]] = {kind.cmd: kind for kind in (
+    Load, Correctness, Knockout, Census, Stage, Go, Probe, Slots, Run, Outputs, Baseline, Finish)}
+
+
+def decode_command(message: Any) -> Command:
+    """The command a parsed line holds (in the child, from its trusted parent). ValueError when it is none."""
+    if not isinstance(message, dict):
+        raise ValueError(f"a command must be an object, not {type(message).__name__}")
+    kind = COMMANDS.get(message.get("cmd", ""))  # type: ignore[arg-type]
+    if kind is None:
+        raise ValueError(f"unknown command {message.get('cmd')!r}")
+    try:
+        return kind(**{key: value for key, value in message.items() if key != "cmd"})
+    except TypeError as exc:
+        raise ValueError(f"malformed {kind.cmd!r} command: {exc}") from None
+
+
+def as_wire(command: Command | dict[str, Any]) -> dict[str, Any]:
+    """What goes on the wire for a typed command or a plain dict of one (the form the senders used before)."""
+    return command.wire() if isinstance(command, Command) else command
+
+
+# -- replies (child -> parent) ----------------------------------------------------------------------------------
+
+R = TypeVar("R", bound="Reply")
+
+
+class Reply:
+    """One reply. The child builds it and sends `wire()`; the parent reads the dict back with `read`."""
+
+    def wire(self) -> dict[str, Any]:
+        return {key: value for key, value in self.__dict__.items() if value is not None}
+
+    @classmethod
+    def read(cls: type[R], reply: dict[str, Any]) -> R:
+        raise NotImplementedError
+
+
+def _need(reply: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
+    """reply[key], of exactly `kind` (bool is no int here), or MalformedReply naming the reply."""
+    if "failed" in reply:
+        raise MalformedReply(f"the child failed where {what} was expected")
+    if key not in reply:
+        raise MalformedReply(f"unexpected reply {str(reply)[:200]}")
+    value = reply[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if type(value) not in kinds:
+        raise MalformedReply(f"{what}: {key} is a {type(value).__name__}")
+    return value
+
+
+@dataclass
+class Failed(Reply):
+    """The child's own failure, its kind (a verdict name) and message; it stops answering after it."""
+
+    failed: str
+    message: str = ""
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> Failed:
+        kind, message = reply.get("failed"), reply.get("message", "")
+        return cls(kind if isinstance(kind, str) else "crash", message if isinstance(message, str) else "")
+
+
+def failure(reply: dict[str, Any]) -> Failed | None:
+    """The child's failure report, where `reply` is one."""
+    return Failed.read(reply) if "failed" in reply else None
+
+
+@dataclass
+class Status(Reply):
+    """load (ok, or compiled / no_cuda_build), correctness, outputs (ok), finish (finished)."""
+
+    status: str = "ok"
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> Status:
+        return cls(_need(reply, "status", str, "a status"))
+
+
+@dataclass
+class KnockedOut(Reply):
+    """Whether the knock-out call ran (False: no kernel function to poison)."""
+
+    checked: bool
+    status: str = "ok"
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> KnockedOut:
+        return cls(_need(reply, "checked", bool, "a knock-out"))
+
+
+@dataclass
+class CensusFound(Reply):
+    """The compute census (harness/child/census.py) with the kernels' own time: untrusted, validated by its reader."""
+
+    census: dict[str, Any]
+    status: str = "ok"
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> CensusFound:
+        return cls(_need(reply, "census", dict, "a census"))
+
+
+@dataclass
+class Staged(Reply):
+    staged: int
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> Staged:
+        return cls(_need(reply, "staged", int, "a staging"))
+
+
+@dataclass
+class Done(Reply):
+    """A batch ran: its calls; on CUDA each call's event time; after `run` where each output lies
+    (harness/measurement/frozen_calls.py reads them) and the kernel calls it made."""
+
+    done: int
+    event_ms: list[float] | None = None
+    outputs: list[Any] | None = None
+    kernel_calls: int | None = None
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> Done:
+        """`event_ms` only where every time is a float in (0, 1e6) ms, the other optional fields only where they
+        have their types: anything else reads as not sent."""
+        done = _need(reply, "done", int, "a batch")
+        events, outputs, calls = reply.get("event_ms"), reply.get("outputs"), reply.get("kernel_calls")
+        events = events if isinstance(events, list) and all(type(e) is float and 0 < e < 1e6 for e in events) \
+            else None
+        return cls(done, events, outputs if isinstance(outputs, list) else None,
+                   calls if type(calls) is int else None)
+
+
+@dataclass
+class Probed(Reply):
+    """Per probed call, per output tensor, the values read (or why not): compared, never trusted."""
+
+    values: Any
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> Probed:
+        if "failed" in reply or "values" not in reply:
+            raise MalformedReply(f"unexpected reply {str(reply)[:200]}")
+        return cls(reply["values"])
+
+
+@dataclass
+class SlotsMade(Reply):
+    """Where each input slot lies ([address, bytes] per tensor input, None for the rest) and the storages of the
+    model's parameters and buffers ([address, bytes])."""
+
+    slots: list[Any]
+    owned: list[Any]
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> SlotsMade:
+        """`owned` keeps only its [int, int] pairs."""
+        slots = _need(reply, "slots", list, "the slots")
+        owned = _need(reply, "owned", list, "the slots")
+        return cls(slots, [pair for pair in owned if isinstance(pair, list) and len(pair) == 2
+                           and type(pair[0]) is int and type(pair[1]) is int])
+
+
+@dataclass
+class BaselineTimes(Reply):
+    """Per baseline (eager, compile) its samples in ms, or `NAME_error`."""
+
+    baseline: dict[str, Any]
+
+    @classmethod
+    def read(cls, reply: dict[str, Any]) -> BaselineTimes:
+        return cls(_need(reply, "baseline", dict, "baselines"))
