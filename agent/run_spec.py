@@ -1,6 +1,7 @@
-"""The typed record of what an optimize run is: its problem, models, endpoint, sampling, budgets, device,
-policy and the code that ran it. Stored with every run, so `--resume RUN` and `rerun RUN` need nothing else
-(API keys are never stored: only the name of the variable that holds one)."""
+"""The typed records of what a run is, stored with every run so that `--resume RUN` and `rerun RUN` need nothing
+else: an optimize run's RunSpec (its problem, models, endpoint, sampling, budgets, device, policy and the code
+that ran it) and a sweep's SweepSpec (what it does, its problems and models). API keys are never stored: only
+the name of the variable that holds one."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import json
 import subprocess
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from agent.config import OptimizeConfig
 from agent.pricing import load_prices
+from harness.device import Device
+from harness.policy import EvalPolicy
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_MODEL = "gpt-4o"
@@ -51,6 +54,16 @@ class ModelSpec(BaseModel):
         return self.model_copy(update=given.model_dump(exclude_none=True))
 
 
+class Execution(BaseModel):
+    """Where and how candidates are evaluated: the settings an optimize run and a sweep share."""
+
+    device: Device = Field("auto", description="Where candidates are built, checked and timed (auto: cuda when a "
+                                               "GPU is visible, else cpu).")
+    workers: int | None = Field(None, ge=1, description="Compile workers (default: cores and memory allow).")
+    executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or ray_address).")
+    ray_address: str | None = Field(None, description="An existing Ray cluster to evaluate on.")
+
+
 class ProblemRef(BaseModel):
     key: str
     fingerprint: str = Field(description="sha256 of the problem's source: the run's problem, exactly.")
@@ -72,6 +85,42 @@ class RunSpec(BaseModel):
         if "models" not in stored and stored.get("model"):
             stored = {**stored, "models": {"model": stored["model"]}}
         return cls.model_validate(stored)
+
+
+class SweepConfig(BaseModel):
+    """What a sweep does. Stored with the run (in its SweepSpec); `--resume` reads it back."""
+
+    mode: Literal["candidates", "optimize"] = Field("candidates", description="candidates: verify solution files; "
+                                                                             "optimize: run the agent.")
+    candidates_dir: str | None = Field(None, description="Folder of solutions, matched to problems by key/id/name.")
+    device: Device = Field("cpu", description="Where it runs (resolved: `auto` is stored as what it chose).")
+    device_requested: Device | None = Field(None, description="The device as asked for (auto, cpu, cuda, ...).")
+    device_name: str | None = Field(None, description="The processor or GPU the sweep ran on.")
+    shrink: bool = Field(False, description="Problems were rescaled to the CPU budget first (results are on the "
+                                            "shrunk sizes, not the benchmark's own).")
+    workers: int | None = Field(None, description="Compile workers (default: cores and memory allow).")
+    executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or --ray-address).")
+    ray_address: str | None = Field(None, description="An existing Ray cluster to run on.")
+    policy: EvalPolicy = Field(default_factory=EvalPolicy)
+    optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
+    problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")
+    profile: bool = Field(False, description="Store Nsight Compute metrics of accepted CUDA kernels (candidates "
+                          "mode).")
+    baselines: bool = Field(False, description="Also time eager PyTorch and torch.compile per problem (once per "
+                                               "problem and device fingerprint; reused afterwards).")
+
+
+class SweepSpec(BaseModel):
+    """Everything needed to resume a sweep: what it does, its problems (in order, by fingerprint) and, in optimize
+    mode, its models. Stored as the sweep run's config (the same dict as before the type existed)."""
+
+    sweep: SweepConfig
+    fingerprints: list[str] = Field(default_factory=list, description="sha256 of each problem's source.")
+    models: ModelSpec | None = Field(None, description="The coder and judge (optimize mode; None in candidates mode).")
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any] | None) -> "SweepSpec":
+        return cls.model_validate(stored or {"sweep": {}})
 
 
 def code_version() -> tuple[str, str | None]:

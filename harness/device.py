@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import shutil
+from typing import Literal, get_args
 
-DEVICES = ("auto", "cpu", "cuda", "cuda-compile-only")
+Device = Literal["auto", "cpu", "cuda", "cuda-compile-only"]
+"""A device as a user names it; `resolve_device` turns `auto` into the one that runs here (never `auto`)."""
+DEVICES: tuple[Device, ...] = get_args(Device)
 
 
 class DeviceError(ValueError):

@@ -84,6 +84,35 @@ def target_problem(problem_spec: str, shrink: bool) -> tuple[Problem, ShrinkResu
     return shrunk.problem, shrunk
 
 
+POLICY_LEVELS = ("strict", "default")
+
+
+def eval_policy(level: str, **fields: object) -> EvalPolicy:
+    """The evaluation policy for `--policy LEVEL` and the options given with it."""
+    if level not in POLICY_LEVELS:
+        raise UsageError(f"--policy {level!r}: choose strict or default")
+    return EvalPolicy(static_policy=level, **fields)
+
+
+def judge(problem_spec: str, candidate_path: Path | None, self_check: bool, device: str, policy: EvalPolicy,
+          db_url: str | None, shrink: bool = False, store: bool = True, progress: Progress | None = None,
+          profile: bool = False) -> EvalOutcome:
+    """`kernelwright eval`: judge a candidate file, or with `self_check` time the problem against itself."""
+    if self_check == (candidate_path is not None):
+        raise UsageError("give a CANDIDATE file to judge, or --self-check to time the problem against itself (not "
+                         "both)")
+    if self_check:
+        return run_self_check(problem_spec, device, policy, shrink=shrink, progress=progress)
+    assert candidate_path is not None
+    return run_eval(problem_spec, candidate_path, device, policy, db_url, shrink=shrink, store=store,
+                    progress=progress, profile=profile)
+
+
+def eval_holds(outcome: EvalOutcome, self_check: bool) -> bool:
+    """Exit status 0: the candidate is accepted; for a self-check, the reference read the same as itself."""
+    return outcome.evaluation.accepted and not (self_check and outcome.evaluation.speedup_significant)
+
+
 def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalPolicy, db_url: str | None,
              shrink: bool = False, store: bool = True, progress: Progress | None = None,
              profile: bool = False) -> EvalOutcome:
@@ -135,5 +164,6 @@ def self_check_verdict(evaluation: Evaluation) -> str:
             f"which leaves 1.0 out: this machine times the two sides differently now{resolves}")
 
 
-__all__ = ["EvalOutcome", "ProblemError", "SHRINK_HINT", "UsageError", "read_candidate", "refuse_unallocatable",
-           "run_eval", "run_self_check", "self_check_verdict", "target_problem", "unallocatable"]
+__all__ = ["EvalOutcome", "ProblemError", "SHRINK_HINT", "UsageError", "eval_holds", "eval_policy", "judge",
+           "read_candidate", "refuse_unallocatable", "run_eval", "run_self_check", "self_check_verdict",
+           "target_problem", "unallocatable"]

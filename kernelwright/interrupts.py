@@ -10,11 +10,19 @@ from typing import Callable, Iterator
 from harness.isolation.session import kill_live_processes
 
 
-class RunInterrupted(Exception):
+class Interrupted(Exception):
+    """Ctrl-C, caught by a service that knows what was finished: `message` is the one line the user reads."""
+
+    @property
+    def message(self) -> str:
+        return str(self)
+
+
+class RunInterrupted(Interrupted):
     """Ctrl-C: the run is marked `interrupted` and can be resumed with `resume_command`."""
 
     def __init__(self, run_id: str, resume_command: str) -> None:
-        super().__init__(run_id)
+        super().__init__(f"interrupted: run {run_id} is marked `interrupted`; continue it with\n  {resume_command}")
         self.run_id = run_id
         self.resume_command = resume_command
 

@@ -14,7 +14,7 @@ from agent.loop import Optimizer
 from agent.openai_client import OpenAIChatModel, OpenAIConfig
 from agent.pricing import PRICE_FORMAT, PriceTable
 from agent.recorder import RunRecorder, stored_problem, stored_spec
-from agent.run_spec import DEFAULT_MODEL, ModelSpec, ProblemRef, RunSpec
+from agent.run_spec import DEFAULT_MODEL, Execution, ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
 from harness.device import DeviceError, resolve_device
 from harness.execution.eval_task import Executor, ExecutorUnavailable
@@ -31,6 +31,22 @@ from store import runs as run_store
 
 
 Progress = Callable[[str], None]
+
+
+REASONING_EFFORTS = ("low", "medium", "high")
+
+
+def model_spec(prices: str | None = None, **options: Any) -> ModelSpec:
+    """The models a command was given (`options`: ModelSpec's fields, each None where not given)."""
+    effort = options.get("reasoning_effort")
+    if effort not in (None, *REASONING_EFFORTS):
+        raise UsageError(f"--reasoning-effort {effort!r}: choose low, medium or high")
+    return ModelSpec(prices=prices, **options)
+
+
+def optimize_config(execution: Execution, **settings: Any) -> OptimizeConfig:
+    """An optimize run's config: where it runs (shared with sweeps) and its rounds and budgets (`settings`)."""
+    return OptimizeConfig(**execution.model_dump(), **settings)
 
 
 def build_model(name: str | None, options: ModelSpec) -> ChatModel:

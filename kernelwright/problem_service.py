@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Callable
 
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import Footprint, describe_changes, shrink_problem
 from kernelwright.eval_service import UsageError
+from kernelwright.interrupts import Interrupted
+
+
+def parse_levels(text: str | None) -> set[int] | None:
+    """`--level 1,2` as a set of levels (None: every level)."""
+    try:
+        return {int(x) for x in text.split(",")} if text else None
+    except ValueError:
+        raise UsageError(f"--level {text!r}: expected numbers such as 1,2") from None
+
+
+class ChecksInterrupted(Interrupted):
+    """Ctrl-C during `problems check`: `rows` are the problems checked before it."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        super().__init__(f"interrupted after {len(rows)} problem(s); the rows above are the finished ones")
+        self.rows = rows
 
 
 def _describe(footprint: Footprint) -> str:
@@ -60,10 +78,34 @@ def shrink_report(problems: list[Problem], progress: Callable[[str], None] | Non
 
 def check_problems(problems: list[Problem], device: str, shrink: bool, trials: int = 4,
                    progress: Callable[[str], None] | None = None,
-                   on_row: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+                   on_row: Callable[[dict[str, Any]], None] | None = None,
+                   output: Path | None = None) -> list[dict[str, Any]]:
     """Run the canaries over each problem: which trivial outputs pass on the problem's own inputs, and which
     still pass once kernelwright's input distributions harden it. `on_row` gets each problem's row as soon as
-    it is known (a killed check keeps what it finished)."""
+    it is known, and `output` (a JSONL file) has it appended then (a killed check keeps what it finished).
+    Ctrl-C raises ChecksInterrupted with the finished rows."""
+    finished: list[dict[str, Any]] = []
+
+    def keep(row: dict[str, Any]) -> None:
+        finished.append(row)
+        if on_row:
+            on_row(row)
+        if output:
+            try:
+                with open(output, "a") as sink:
+                    sink.write(json.dumps(row) + "\n")
+            except OSError as exc:
+                raise UsageError(f"cannot write {output}: {exc.strerror or exc}") from None
+
+    try:
+        return _check_each(problems, device, shrink, trials, progress, keep)
+    except KeyboardInterrupt:
+        raise ChecksInterrupted(finished) from None
+
+
+def _check_each(problems: list[Problem], device: str, shrink: bool, trials: int,
+                progress: Callable[[str], None] | None,
+                on_row: Callable[[dict[str, Any]], None]) -> list[dict[str, Any]]:
     import secrets
 
     from harness.policy import EvalPolicy
@@ -82,16 +124,14 @@ def check_problems(problems: list[Problem], device: str, shrink: bool, trials: i
             hardened = run_reference(target, device, 0, seeds, vary_distributions=True)
         except ProblemError as exc:
             rows.append({"problem": problem.key, "status": "error", "reason": str(exc)})
-            if on_row:
-                on_row(rows[-1])
+            on_row(rows[-1])
             continue
         weak, still = passing_canaries(own, policy), passing_canaries(hardened, policy)
         status = "degenerate" if still else ("hardened" if weak else "ok")
         rows.append({"problem": problem.key, "status": status, "passes_on_own_inputs": weak,
                      "passes_after_hardening": still,
                      "reason": _canary_reason(weak, still)})
-        if on_row:
-            on_row(rows[-1])
+        on_row(rows[-1])
     return rows
 
 

@@ -1,8 +1,9 @@
-"""Human-readable output: rich tables on stdout."""
+"""What the commands print: tables or JSON on stdout, notes on stderr."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import TYPE_CHECKING, Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -10,7 +11,67 @@ from rich.table import Table
 
 from harness import Evaluation
 from kernelbench.problem import Problem, problem_label
-from sweeps.report import NO_SPEEDUP, clip
+from kernelwright.cli_boundary import note, stderr
+from reports.metrics import FAST_P
+from reports.run_report import NO_SPEEDUP, clip
+
+if TYPE_CHECKING:
+    from kernelwright.eval_service import EvalOutcome
+
+
+def emit(rows: Any, json_output: bool, table: Callable[[Any], Table]) -> None:
+    """`rows` as JSON, or as the table `table` makes of them."""
+    if json_output:
+        print(json.dumps(rows), flush=True)
+    else:
+        print_table(table(rows))
+
+
+def print_evaluation(outcome: EvalOutcome, json_output: bool, self_check: bool) -> None:
+    from kernelwright.eval_service import self_check_verdict
+
+    if outcome.shrink and outcome.shrink.changes:
+        note(f"size reduction: {outcome.problem.shrunk}")
+    if json_output:
+        data = outcome.evaluation.summary()
+        data.update(evaluation_id=outcome.evaluation_id, problem=outcome.problem.key, shrunk=outcome.problem.shrunk)
+        if self_check:
+            data["self_check"] = self_check_verdict(outcome.evaluation)
+        print(json.dumps(data), flush=True)
+        return
+    print_table(evaluation_table(outcome.problem, outcome.evaluation))
+    if self_check:
+        print(self_check_verdict(outcome.evaluation), flush=True)
+
+
+def print_problems(problems: list[Problem], json_output: bool) -> None:
+    rows = [{"key": p.key, "name": p.name, "level": p.level, "id": p.problem_id, "path": p.path,
+             "fingerprint": p.fingerprint} for p in problems]
+    emit(rows, json_output, lambda _rows: problems_table(problems))
+
+
+def print_shrink(rows: list[dict[str, Any]], json_output: bool, written_to: Any) -> None:
+    emit(rows, json_output, shrink_table)
+    if written_to:
+        note(f"wrote {sum('written' in r for r in rows)} problem(s) to {written_to}")
+
+
+def print_gate(results: list[Any], json_output: bool) -> None:
+    """The gate's table or JSON, then one FAILED line on stderr per kernel that no longer holds."""
+    failed = [r for r in results if not r.ok]
+    if json_output:
+        print(json.dumps({"passed": not failed, "results": [r.as_json() for r in results]}), flush=True)
+    else:
+        print_table(gate_table(results))
+    for result in failed:
+        stderr.print(f"[bold red]FAILED[/] {escape(result.problem)} ({escape(str(result.kernel))}): {result.verdict}: "
+                     f"{escape(result.reasons[0]) if result.reasons else ''}")
+
+
+def print_optimize(summary: dict[str, Any], json_output: bool) -> None:
+    emit(summary, json_output, optimize_table)
+    if summary.get("message"):
+        note(f"run {summary['run_id']} failed: {summary['message']}")
 
 
 def _ms(value: float | None) -> str:
@@ -157,8 +218,6 @@ def _columns(title: str, columns: list[str], rows: list[list[str]]) -> Table:
 
 
 def metrics_table(metrics: dict[str, Any]) -> Table:
-    from sweeps.metrics import FAST_P
-
     return _columns("metrics", ["level", "problems", "correct"] + [f"fast_{p:g}" for p in FAST_P]
                     + ["geomean (correct)", "failures"],
                     [[level, str(m["problems"]), f"{m['correctness_rate']:.0%}"]

@@ -9,7 +9,7 @@ from kernelwright.eval_service import UsageError
 from store import open_store
 from store.browse import (best_for_problem, get_run_row, list_runs, run_coder_calls, run_costs, run_evaluations,
                           run_judge_calls)
-from sweeps.metrics import by_level
+from reports.metrics import by_level
 from sweeps.sweep import sweep_summary
 
 
@@ -152,7 +152,7 @@ def write_run_report(db_url: str | None, run_id: str, output: str | None = None)
 
     from harness.paths import home
     from store.browse import run_kernels
-    from sweeps.report import write_report
+    from reports.run_report import write_report
 
     details = run_details(db_url, run_id)
     folder = Path(output) if output else home() / run_id

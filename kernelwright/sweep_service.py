@@ -8,9 +8,9 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any, Callable
 
-from sqlalchemy import select
-
-from agent.run_spec import ModelSpec
+from agent.config import OptimizeConfig
+from agent.run_spec import Execution, ModelSpec, SweepConfig, SweepSpec
+from harness import EvalPolicy
 from harness.device import device_notice, resolve_device
 from harness.execution.eval_task import Executor, ExecutorUnavailable
 from harness.execution.executor import default_workers, open_executor
@@ -20,10 +20,33 @@ from kernelbench.shrink import shrink_problem
 from kernelwright.eval_service import SHRINK_HINT, UsageError, unallocatable
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
 from kernelwright.optimize_service import build_models, check_prices
-from store import ProblemRow, open_store, store_location
+from store import open_store, store_location
 from store import runs as run_store
-from store.results import upsert_problem
-from sweeps.sweep import Sweep, SweepConfig, ensure_baselines, sweep_summary
+from store import sweep_queries as queries
+from sweeps.sweep import Sweep, ensure_baselines, sweep_summary
+
+
+def sweep_config(execution: Execution, solutions: Path | None, rounds: int, candidates: str | None,
+                 timeout_s: float, build_timeout_s: float, baselines: bool, profile: bool,
+                 shrink: bool) -> SweepConfig:
+    """What `kernelwright sweep` was asked to do: verify the solutions in a folder, or optimize each problem (the
+    execution settings serve both the sweep and each problem's optimize run)."""
+    policy = EvalPolicy(timeout_s=timeout_s, build_timeout_s=build_timeout_s)
+    optimize = None if solutions else OptimizeConfig(**execution.model_dump(), rounds=rounds,
+                                                     candidates=per_round(candidates), policy=policy)
+    return SweepConfig(mode="candidates" if solutions else "optimize",
+                       candidates_dir=str(solutions) if solutions else None, **execution.model_dump(),
+                       baselines=baselines, profile=profile, policy=policy, optimize=optimize, shrink=shrink)
+
+
+def per_round(candidates: str | None) -> int:
+    """`sweep --candidates` is the number per round, as in `optimize`; a folder of solutions is --solutions."""
+    if candidates is None:
+        return 1
+    if candidates.isdigit() and int(candidates) >= 1:
+        return int(candidates)
+    raise UsageError(f"--candidates {candidates!r}: it is the number of candidates per round (as in optimize); to "
+                     f"verify a folder of solutions use --solutions {candidates}")
 
 
 def select_problems(path: Path, levels: set[int] | None, filters: list[str] | None, limit: int | None,
@@ -38,6 +61,12 @@ def select_problems(path: Path, levels: set[int] | None, filters: list[str] | No
     if not problems:
         raise UsageError(f"no problems in {path} match the filters")
     return [shrink_problem(p).problem for p in problems] if shrink else problems
+
+
+def problems_to_sweep(resume: str | None, path: Path, levels: set[int] | None, filters: list[str] | None,
+                      limit: int | None, sample: int | None, seed: int, shrink: bool) -> list[Problem] | None:
+    """The selected problems of a new sweep; None when resuming (a resumed sweep keeps its own)."""
+    return None if resume else select_problems(path, levels, filters, limit, sample, seed, shrink)
 
 
 def device_name(device: str) -> str:
@@ -80,13 +109,6 @@ def _resume_command(run_id: str, db_url: str | None) -> str:
     return " ".join(["kernelwright", "sweep", "--resume", run_id] + (["--db", shlex.quote(db_url)] if db_url else []))
 
 
-def _stored_problems(sessions: Any, fingerprints: list[str]) -> list[Problem]:
-    with sessions() as session:
-        rows = {r.fingerprint: r for r in session.scalars(select(ProblemRow).where(ProblemRow.fingerprint.in_(fingerprints)))}
-    return [Problem(name=r.name, source=r.source, level=r.level, problem_id=r.problem_id, path=r.path)
-            for r in (rows[f] for f in fingerprints if f in rows)]
-
-
 def _refuse_unallocatable(problems: list[Problem], device: str, memory_limit_mb: int) -> None:
     """Problems too large for this machine (at their own sizes, on the CPU): one error before the sweep starts."""
     reasons = [r for r in (unallocatable(p, device, memory_limit_mb) for p in problems) if r]
@@ -109,9 +131,10 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         run = run_store.get_run(sessions, resume)
         if run is None or run.kind != "sweep":
             raise UsageError(f"no sweep run {resume!r} in this store (see `kernelwright runs list`)")
-        config = SweepConfig.model_validate(run.config["sweep"])
-        models = ModelSpec.model_validate(run.config.get("models") or {"model": run.model}).overridden_by(models)
-        problems = _stored_problems(sessions, run.config["fingerprints"])
+        spec = SweepSpec.from_stored(run.config)
+        config = spec.sweep
+        models = (spec.models or ModelSpec(model=run.model)).overridden_by(models)
+        problems = queries.stored_problems(sessions, spec.fingerprints)
         run_store.set_run_status(sessions, resume, "running")
         run_id = resume
     else:
@@ -128,14 +151,13 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         if config.mode == "candidates" and not (config.candidates_dir and Path(config.candidates_dir).is_dir()):
             raise UsageError(f"--solutions {config.candidates_dir}: not a folder")
         _refuse_unallocatable(problems, device, config.policy.memory_limit_mb)
-        with sessions.begin() as session:
-            for problem in problems:
-                upsert_problem(session, problem)
+        queries.add_problems(sessions, problems)
         if config.mode == "optimize":
             check_prices(build_models(models), None, progress)  # a bad endpoint: a usage error before the sweep
-        run_id = run_store.create_run(sessions, "sweep", models.coder if config.mode == "optimize" else None,
-                                      {"sweep": config.model_dump(), "fingerprints": [p.fingerprint for p in problems],
-                                       "models": models.frozen().model_dump() if config.mode == "optimize" else None})
+        optimizing = config.mode == "optimize"
+        spec = SweepSpec(sweep=config, fingerprints=[p.fingerprint for p in problems],
+                         models=models.frozen() if optimizing else None)
+        run_id = run_store.create_run(sessions, "sweep", models.coder if optimizing else None, spec.model_dump())
     if progress:
         progress(f"sweep {run_id}: {len(problems)} problems on {config.device} ({config.mode}), "
                  f"{config.executor} executor, store {store_location(db_url)}")

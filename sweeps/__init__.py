@@ -1,1 +1,1 @@
-"""Sweeps: many problems, one run. Executors (local pool; parallel builds, exclusive timing), metrics, reports."""
+"""Sweeps: many problems, one run, resumable (the sweep driver; its reports are in reports/)."""

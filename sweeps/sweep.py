@@ -11,67 +11,25 @@ from concurrent.futures import Future, as_completed
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, Field
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent.config import OptimizeConfig
 from agent.llm import ChatModel
 from agent.loop import Optimizer
 from agent.recorder import RunRecorder
-from agent.run_spec import ModelSpec, ProblemRef, RunSpec
+from agent.run_spec import ModelSpec, ProblemRef, RunSpec, SweepConfig, SweepSpec
 from harness import EvalPolicy, Evaluation
 from harness.execution.eval_task import EvalTask, Executor, own_seconds
 from harness.execution.profile import kernels_of
-from harness.records import Unjudged
+from harness.records import Unjudged, Verdict
 from kernelbench.matching import solutions_by_problem
-from kernelbench.problem import Problem, shrink_note
-from store import BaselineRow, EvaluationRow, ProblemRow, SweepItemRow, record_evaluation
+from kernelbench.problem import Problem
+from reports.metrics import by_level
+from reports.run_report import clip
+from store import BaselineRow, SweepItemRow, record_evaluation
 from store import runs as run_store
-from store.results import upsert_problem
-from sweeps.metrics import by_level
-from sweeps.report import clip
+from store import sweep_queries as queries
 
 Progress = Callable[[str], None]
-
-
-class SweepConfig(BaseModel):
-    """What a sweep does. Stored with the run; `--resume` reads it back."""
-
-    mode: str = Field("candidates", description="candidates: verify solution files; optimize: run the agent.")
-    candidates_dir: str | None = Field(None, description="Folder of solutions, matched to problems by key/id/name.")
-    device: str = Field("cpu", description="cpu or cuda (resolved: `auto` is stored as what it chose).")
-    device_requested: str | None = Field(None, description="The device as asked for (auto, cpu, cuda, ...).")
-    device_name: str | None = Field(None, description="The processor or GPU the sweep ran on.")
-    shrink: bool = Field(False, description="Problems were rescaled to the CPU budget first (results are on the "
-                                            "shrunk sizes, not the benchmark's own).")
-    workers: int | None = Field(None, description="Compile workers (default: cores and memory allow).")
-    executor: str = Field("local", description="local, or ray (a local 127.0.0.1 cluster or --ray-address).")
-    ray_address: str | None = Field(None, description="An existing Ray cluster to run on.")
-    policy: EvalPolicy = Field(default_factory=EvalPolicy)
-    optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
-    problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")
-    profile: bool = Field(False, description="Store Nsight Compute metrics of accepted CUDA kernels (candidates "
-                          "mode).")
-    baselines: bool = Field(False, description="Also time eager PyTorch and torch.compile per problem (once per "
-                                               "problem and device fingerprint; reused afterwards).")
-
-
-def _items(sessions: sessionmaker[Session], run_id: str) -> dict[str, SweepItemRow]:
-    with sessions() as session:
-        return {row.problem_key: row for row in session.scalars(select(SweepItemRow).where(SweepItemRow.run_id == run_id))}
-
-
-def _mark(sessions: sessionmaker[Session], run_id: str, problem: Problem, **fields: Any) -> None:
-    with sessions.begin() as session:
-        row = session.scalar(select(SweepItemRow).where(SweepItemRow.run_id == run_id,
-                                                        SweepItemRow.problem_key == problem.key))
-        if row is None:
-            row = SweepItemRow(run_id=run_id, problem_ref=upsert_problem(session, problem).id, problem_key=problem.key,
-                               level=problem.level)
-            session.add(row)
-        for name, value in fields.items():
-            setattr(row, name, value)
 
 
 class Sweep:
@@ -86,7 +44,7 @@ class Sweep:
         self.recorders: list[RunRecorder] = []
 
     def pending(self) -> list[Problem]:
-        done = {key for key, row in _items(self.sessions, self.run_id).items() if row.status == "done"}
+        done = {key for key, row in queries.sweep_items(self.sessions, self.run_id).items() if row.status == "done"}
         return [p for p in self.problems if p.key not in done]
 
     def stop(self) -> None:
@@ -99,9 +57,9 @@ class Sweep:
         with self.lock:
             self.finished += 1
         elapsed = time.perf_counter() - self.started
-        rows = list(_items(self.sessions, self.run_id).values())
-        failed = sum(1 for r in rows if r.status == "done" and r.verdict != "accepted")
-        best = max((r.speedup for r in rows if r.verdict == "accepted" and r.speedup), default=None)
+        rows = list(queries.sweep_items(self.sessions, self.run_id).values())
+        failed = sum(1 for r in rows if r.status == "done" and r.verdict != Verdict.ACCEPTED)
+        best = max((r.speedup for r in rows if r.verdict == Verdict.ACCEPTED and r.speedup), default=None)
         eta = elapsed / self.finished * (total - self.finished)
         self.say(f"[{self.finished}/{total}] {problem.key}: {verdict}"
                  f"{f' {speedup:.2f}x' if speedup else ''} | failed {failed} | best "
@@ -116,11 +74,11 @@ class Sweep:
         for problem in pending:
             file = solutions.get(problem.key)
             if file is None:
-                _mark(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.MISSING.value,
+                queries.mark_item(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.MISSING.value,
                       detail=f"no solution in {root} matches this problem")
                 self._report(problem, Unjudged.MISSING.value, None, len(pending))
                 continue
-            _mark(self.sessions, self.run_id, problem, status="running", detail=str(file))
+            queries.mark_item(self.sessions, self.run_id, problem, status="running", detail=str(file))
             source = file.read_text()
             task = EvalTask(problem.key, problem, source, self.config.device, self.config.policy)
             futures[executor.submit(task)] = (problem, source)
@@ -131,7 +89,7 @@ class Sweep:
             except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
                 if self.stopped:
                     raise KeyboardInterrupt from None
-                _mark(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.PROBLEM_ERROR.value, detail=str(exc))
+                queries.mark_item(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.PROBLEM_ERROR.value, detail=str(exc))
                 self._report(problem, Unjudged.PROBLEM_ERROR.value, None, len(pending))
                 continue
             if self.stopped:  # killed under it by Ctrl-C: no verdict on the kernel
@@ -141,7 +99,7 @@ class Sweep:
                 evaluation.metrics = executor.profile(task, kernels_of(evaluation)).result()
             evaluation_id = record_evaluation(self.sessions, problem, source, evaluation, run_id=self.run_id,
                                               origin=self.config.candidates_dir)
-            _mark(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,
+            queries.mark_item(self.sessions, self.run_id, problem, status="done", verdict=evaluation.verdict.value,
                   speedup=evaluation.speedup, evaluation_id=evaluation_id, wall_s=own_seconds(evaluation),
                   candidate_ms=evaluation.candidate_ms,
                   detail=clip((evaluation.reasons or [""])[0], 2000))
@@ -152,7 +110,7 @@ class Sweep:
         """Up to `concurrency` problems are optimized at once; all their candidates share one executor (so
         builds overlap and timing stays one at a time)."""
         assert self.config.optimize is not None
-        items = _items(self.sessions, self.run_id)
+        items = queries.sweep_items(self.sessions, self.run_id)
         pending = self.pending()
         calls = [lambda p=problem: self._optimize_guarded(p, items.get(p.key), models, coder, judge, runs_root,
                                                           executor, len(pending)) for problem in pending]
@@ -169,7 +127,7 @@ class Sweep:
         except Exception as exc:  # a broken problem (its reference fails) must not stop the sweep
             if self.stopped:
                 return
-            _mark(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.PROBLEM_ERROR.value, detail=str(exc))
+            queries.mark_item(self.sessions, self.run_id, problem, status="done", verdict=Unjudged.PROBLEM_ERROR.value, detail=str(exc))
             self._report(problem, Unjudged.PROBLEM_ERROR.value, None, args[-1])
 
     def _optimize_one(self, problem: Problem, item: SweepItemRow | None, models: ModelSpec, coder: ChatModel,
@@ -183,7 +141,7 @@ class Sweep:
             spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
                            optimize=self.config.optimize)
             recorder = RunRecorder.start(self.sessions, problem, spec, runs_root)
-            _mark(self.sessions, self.run_id, problem, status="running", child_run_id=recorder.run_id)
+            queries.mark_item(self.sessions, self.run_id, problem, status="running", child_run_id=recorder.run_id)
         with self.lock:
             self.recorders.append(recorder)
             recorder.stopped = self.stopped
@@ -193,7 +151,7 @@ class Sweep:
         summary = recorder.finish(result)
         best = summary["best"]
         verdict = best["verdict"] if best else _failure_of(result)
-        _mark(self.sessions, self.run_id, problem, status="done", verdict=verdict,
+        queries.mark_item(self.sessions, self.run_id, problem, status="done", verdict=verdict,
               speedup=best["speedup"] if best else None, wall_s=summary["seconds"]["wall"],
               candidate_ms=result.best.attempt.candidate_ms if result.best else None,
               cost_usd=summary["cost_usd"], detail=result.message or summary["folder"])
@@ -234,63 +192,50 @@ def ensure_baselines(sessions: sessionmaker[Session], problems: list[Problem], d
 
     key = device_key(device, policy.cpu_threads)
     for problem in problems:
-        with sessions() as session:
-            known = session.scalar(select(BaselineRow).where(BaselineRow.problem_fingerprint == problem.fingerprint,
-                                                             BaselineRow.device_key == key))
-        if known is not None:
+        if queries.baseline(sessions, problem.fingerprint, key) is not None:
             continue
         if progress:
             progress(f"baselines for {problem.key} (eager, torch.compile)")
-        measured = measure_baselines(problem, device, policy)
-        with sessions.begin() as session:
-            session.add(BaselineRow(problem_fingerprint=problem.fingerprint, device_key=key,
-                                    eager_ms=measured.get("eager_ms"), compile_ms=measured.get("compile_ms"),
-                                    errors={k: v for k, v in measured.items() if "error" in k}))
+        queries.add_baseline(sessions, problem.fingerprint, key, measure_baselines(problem, device, policy))
 
 
-def _baselines(sessions: sessionmaker[Session], fingerprints: dict[str, str], device: str,
-               threads: int) -> dict[str, BaselineRow]:
-    from harness.execution.baseline import device_key
-
-    key = device_key(device, threads)
-    with sessions() as session:
-        rows = session.scalars(select(BaselineRow).where(BaselineRow.device_key == key,
-                                                         BaselineRow.problem_fingerprint.in_(list(fingerprints.values()))))
-        by_fingerprint = {row.problem_fingerprint: row for row in rows}
-    return {k: by_fingerprint[f] for k, f in fingerprints.items() if f in by_fingerprint}
+FAILURE_ORDER = (Verdict.INCORRECT, Verdict.RUNTIME_ERROR, Verdict.COMPILE_ERROR, Verdict.REJECTED, Verdict.TIMEOUT,
+                 Verdict.CRASH)
 
 
 def _failure_of(result: Any) -> str:
     """The outcome that best describes a problem with no accepted kernel: its most telling harness verdict, else
     why no kernel reached the harness."""
     verdicts = [o.attempt.verdict for o in result.outcomes]
-    for verdict in ("incorrect", "runtime_error", "compile_error", "rejected", "timeout", "crash"):
+    for verdict in FAILURE_ORDER:
         if verdict in verdicts:
-            return verdict
-    return Unjudged.UNPARSEABLE.value if Unjudged.UNPARSEABLE.value in verdicts else Unjudged.LLM_ERROR.value
+            return verdict.value
+    return Unjudged.UNPARSEABLE.value if Unjudged.UNPARSEABLE in verdicts else Unjudged.LLM_ERROR.value
 
 
 def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any]:
     run = run_store.get_run(sessions, run_id)
-    items = list(_items(sessions, run_id).values())
-    order = {key: i for i, key in enumerate((run.config or {}).get("sweep", {}).get("problem_keys", []))}
+    spec = SweepSpec.from_stored(run.config if run else None)
+    items = list(queries.sweep_items(sessions, run_id).values())
+    order = {key: i for i, key in enumerate(spec.sweep.problem_keys)}
     items.sort(key=lambda r: order.get(r.problem_key, len(order)))
-    shrunk = _shrink_notes(sessions, [r.problem_ref for r in items])
-    timings = _timings(sessions, [r.evaluation_id for r in items if r.evaluation_id is not None])
+    shrunk = queries.shrink_notes(sessions, [r.problem_ref for r in items])
+    timings = queries.timings(sessions, [r.evaluation_id for r in items if r.evaluation_id is not None])
     problems = [{"name": r.problem_key, "level": r.level, "shrunk": shrunk.get(r.problem_ref), "status": r.status,
                  **timings.get(r.evaluation_id, {"ref_ms": None, "speedup_ci": None, "speedup_significant": None}),
-                 "best": None if r.status != "done" or r.verdict in (None, *(u.value for u in Unjudged))
+                 "best": None if r.status != "done" or r.verdict is None or r.verdict in UNJUDGED
                  else {"verdict": r.verdict, "speedup": r.speedup},
                  "verdict": r.verdict, "speedup": r.speedup, "wall_s": round(r.wall_s, 2), "cost_usd": r.cost_usd,
                  "detail": r.detail, "child_run_id": r.child_run_id, "candidate_ms": r.candidate_ms} for r in items]
     finished = [p for p in problems if p["status"] == "done"]
     summary = {"run_id": run_id, "status": run.status if run else "unknown", "problems": problems,
                "metrics": by_level(finished), **run_store.totals(sessions, run_id)}
-    config = (run.config or {}).get("sweep", {})
-    if config.get("baselines"):
-        fingerprints = dict(zip(config.get("problem_keys", []), run.config.get("fingerprints", [])))
-        baselines = _baselines(sessions, fingerprints, config.get("device", "cpu"),
-                               config.get("policy", {}).get("cpu_threads", 1))
+    if spec.sweep.baselines:
+        from harness.execution.baseline import device_key
+
+        fingerprints = dict(zip(spec.sweep.problem_keys, spec.fingerprints))
+        baselines = queries.baselines(sessions, fingerprints, device_key(spec.sweep.device,
+                                                                         spec.sweep.policy.cpu_threads))
         for problem in problems:
             row = baselines.get(problem["name"])
             problem["baseline"] = None if row is None else {"eager_ms": row.eager_ms, "compile_ms": row.compile_ms,
@@ -299,22 +244,7 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
     return summary
 
 
-def _timings(sessions: sessionmaker[Session], evaluation_ids: list[int]) -> dict[int, dict[str, Any]]:
-    """The reference's time and the speedup's 95% interval of each evaluation, by id."""
-    with sessions() as session:
-        rows = session.execute(select(EvaluationRow.id, EvaluationRow.ref_ms, EvaluationRow.speedup_low,
-                                      EvaluationRow.speedup_high, EvaluationRow.record)
-                               .where(EvaluationRow.id.in_(evaluation_ids)))
-        return {i: {"ref_ms": ref, "speedup_ci": None if low is None or high is None else [low, high],
-                    "speedup_significant": (record or {}).get("speedup_significant")}
-                for i, ref, low, high, record in rows}
-
-
-def _shrink_notes(sessions: sessionmaker[Session], problem_refs: list[int]) -> dict[int, str | None]:
-    """Each problem's shrink marker (its sizes), by problem row id."""
-    with sessions() as session:
-        rows = session.execute(select(ProblemRow.id, ProblemRow.source).where(ProblemRow.id.in_(problem_refs)))
-        return {ref: shrink_note(source) for ref, source in rows}
+UNJUDGED = {u.value for u in Unjudged}
 
 
 def _against_compile(problems: list[dict[str, Any]], baselines: dict[str, BaselineRow]) -> list[dict[str, Any]]:
@@ -322,7 +252,11 @@ def _against_compile(problems: list[dict[str, Any]], baselines: dict[str, Baseli
     rows = []
     for p in problems:
         row = baselines.get(p["name"])
+        accepted = p["verdict"] == Verdict.ACCEPTED
         speedup = (row.compile_ms / p["candidate_ms"]) if row and row.compile_ms and p.get("candidate_ms") else None
-        rows.append({**p, "speedup": speedup if p["verdict"] == "accepted" else None,
-                     "verdict": p["verdict"] if speedup or p["verdict"] != "accepted" else "no_baseline"})
+        rows.append({**p, "speedup": speedup if accepted else None,
+                     "verdict": p["verdict"] if speedup or not accepted else NO_BASELINE})
     return rows
+
+
+NO_BASELINE = "no_baseline"  # an accepted kernel with no torch.compile time to compare against

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelbench.problem import problem_label
-from sweeps.metrics import FAST_P
+from reports.metrics import FAST_P
 
 _STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
           "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}.accepted{color:#176f2c}"

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from sweeps.metrics import by_level, summarize
+from reports.metrics import by_level, summarize
 
 RESULTS = [
     {"level": 1, "verdict": "accepted", "speedup": 2.0},
@@ -33,7 +33,7 @@ def test_empty_sweep() -> None:
 
 
 def test_degenerate_problems_are_counted_apart() -> None:
-    from sweeps.metrics import summarize
+    from reports.metrics import summarize
 
     rows = [{"verdict": "accepted", "speedup": 2.0}, {"verdict": "degenerate", "speedup": None},
             {"verdict": "incorrect", "speedup": None}]

@@ -93,7 +93,7 @@ def test_results_on_a_shrunk_problem_say_so_with_the_sizes(tmp_path: Path) -> No
 
 
 def test_long_reasons_are_clipped_at_a_word_boundary() -> None:
-    from sweeps.report import clip
+    from reports.run_report import clip
 
     text = "the output differs from the reference at 4096 positions, the largest error 3.2e-01 at index 17"
     assert clip(text, 200) == text
