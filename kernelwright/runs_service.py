@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.records import Unjudged, Verdict
 from kernelbench.problem import problem_label
 from kernelwright.eval_service import UsageError
 from store import open_store
@@ -29,7 +30,7 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
     attempts = sorted(evaluations + _unevaluated(evaluations, run_coder_calls(sessions, run_id)),
                       key=lambda e: (e["round"] or 0, e["slot"] or 0))
     return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in attempts],
-            "best": None if best is None else {"verdict": "accepted", "speedup": best["speedup"],
+            "best": None if best is None else {"verdict": Verdict.ACCEPTED.value, "speedup": best["speedup"],
                                                "speedup_ci": best["speedup_ci"], "candidate_id": best["candidate_id"]},
             "speedup_found": speedup_found(best),
             "shrunk": next((e["shrunk"] for e in evaluations if e["shrunk"]), None),
@@ -68,8 +69,11 @@ def speedup_found(best: dict[str, Any] | None) -> bool | None:
 
 
 def best_evaluation(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
-    accepted = [e for e in evaluations if e["verdict"] == "accepted" and e["speedup"]]
+    accepted = [e for e in evaluations if e["verdict"] == Verdict.ACCEPTED and e["speedup"]]
     return max(accepted, key=lambda e: e["speedup"]) if accepted else None
+
+
+NOT_EVALUATED = "not evaluated"  # a parsed kernel the run stopped before evaluating (not yet an Unjudged member)
 
 
 def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -86,14 +90,14 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
         if (call["problem"], call["round"], call["slot"]) in done:
             continue
         row = {"round": call["round"], "slot": call["slot"], "problem": call["problem"], "level": call["level"],
-               "shrunk": call["shrunk"], "verdict": "llm_error", "speedup": None, "reason": call["error"] or "",
+               "shrunk": call["shrunk"], "verdict": Unjudged.LLM_ERROR.value, "speedup": None, "reason": call["error"] or "",
                "candidate_id": None,
                "evaluation_id": None, "device": None}
         if not call["error"]:
             try:
                 source = extract_candidate(call["reply"] or "")
             except ParseError as exc:
-                row.update(verdict="unparseable", reason=str(exc))
+                row.update(verdict=Unjudged.UNPARSEABLE.value, reason=str(exc))
             else:
                 same = by_hash.get((call["problem"], candidate_hash(source)))
                 if same is not None:
@@ -101,7 +105,7 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
                     if call["round"] not in repeats:
                         repeats.append(call["round"])
                     continue
-                row.update(verdict="not evaluated", reason="the run stopped before this kernel was evaluated")
+                row.update(verdict=NOT_EVALUATED, reason="the run stopped before this kernel was evaluated")
         rows.append(row)
     return rows
 
@@ -139,7 +143,7 @@ def _best_per_problem(evaluations: list[dict[str, Any]]) -> dict[str, dict[str, 
     best: dict[str, dict[str, Any]] = {}
     for e in evaluations:
         current = best.get(e["problem"])
-        better = e["verdict"] == "accepted" and (current is None or current["verdict"] != "accepted"
+        better = e["verdict"] == Verdict.ACCEPTED and (current is None or current["verdict"] != Verdict.ACCEPTED
                                                  or (e["speedup"] or 0) > (current["speedup"] or 0))
         if current is None or better:
             best[e["problem"]] = e

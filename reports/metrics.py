@@ -18,14 +18,16 @@ import math
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
+from harness.records import Verdict
+
 FAST_P = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 
 
 def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """`results`: one dict per problem with `level`, `verdict` (or a failure status) and `speedup`."""
     everything = list(results)
-    rows = [r for r in everything if r.get("verdict") != "degenerate"]
-    accepted = [r for r in rows if r.get("verdict") == "accepted" and r.get("speedup")]
+    rows = [r for r in everything if r.get("verdict") != Verdict.DEGENERATE]
+    accepted = [r for r in rows if r.get("verdict") == Verdict.ACCEPTED and r.get("speedup")]
     speedups = [float(r["speedup"]) for r in accepted]
     lows = [_interval(r)[0] for r in accepted]
     resolved = [1.0 if _holds_one(r) else s for r, s in zip(accepted, speedups)]
@@ -41,7 +43,7 @@ def summarize(results: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "geomean_speedup_point": _geomean(speedups),
         "within_noise": sum(_holds_one(r) for r in accepted),
         "failures": dict(Counter(r.get("verdict") or r.get("status") or "unknown" for r in rows
-                                 if r.get("verdict") != "accepted")),
+                                 if r.get("verdict") != Verdict.ACCEPTED)),
     }
 
 

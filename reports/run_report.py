@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from harness.records import Verdict
 from kernelbench.problem import problem_label
 from reports.metrics import FAST_P
 
@@ -37,7 +38,7 @@ def _timing(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _sweep_detail(problem: dict[str, Any]) -> str:
-    slower = problem["verdict"] == "accepted" and problem["speedup"] is not None and (
+    slower = problem["verdict"] == Verdict.ACCEPTED and problem["speedup"] is not None and (
         problem["speedup"] <= 1.0 or problem.get("speedup_significant") is False)
     return (f"{NO_SPEEDUP}. " if slower else "") + (problem.get("detail") or "")
 
@@ -111,7 +112,7 @@ def _progress(rows: list[dict[str, Any]]) -> str:
         return ""
     best, points = 0.0, []
     for index, round_ in enumerate(rounds):
-        best = max([best] + [r["speedup"] for r in rows if r["round"] == round_ and r["verdict"] == "accepted"
+        best = max([best] + [r["speedup"] for r in rows if r["round"] == round_ and r["verdict"] == Verdict.ACCEPTED
                              and r["speedup"]])
         points.append((index, best))
     top = max(b for _, b in points) or 1.0
@@ -157,15 +158,15 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
         (folder / "kernels" / name).write_text(source)
         links[label] = f"kernels/{name}"
     rows = _rows(details)
-    speedups = [r["speedup"] for r in rows if r["verdict"] == "accepted" and r["speedup"]]
+    speedups = [r["speedup"] for r in rows if r["verdict"] == Verdict.ACCEPTED and r["speedup"]]
     best: dict[str, float] = {}
     for r in rows:
-        if r["verdict"] == "accepted" and r["speedup"]:
+        if r["verdict"] == Verdict.ACCEPTED and r["speedup"]:
             best[r["problem"]] = max(best.get(r["problem"], 0.0), r["speedup"])
     total = len({r["problem"] for r in rows})
     table = "".join(
         f"<tr><td>{html.escape(str(r['problem']))}</td><td>{html.escape(_round(r))}</td><td class="
-        f"\"{'accepted' if r['verdict'] == 'accepted' else 'failed'}\">{html.escape(str(r['verdict']))}</td>"
+        f"\"{'accepted' if r['verdict'] == Verdict.ACCEPTED else 'failed'}\">{html.escape(str(r['verdict']))}</td>"
         f"<td>{speedup_label(r['speedup'])}</td><td>{interval_label(r.get('speedup_ci'))}</td>"
         f"<td>{ms_label(r.get('ref_ms'))}</td><td>{ms_label(r.get('candidate_ms'))}</td>"
         f"<td>{_link(links, r)}</td><td>{html.escape(clip(str(r['detail']), 300))}</td></tr>" for r in rows)

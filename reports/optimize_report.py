@@ -1,0 +1,32 @@
+"""report.md of an optimize run: one row per round and slot, why the run stopped, and its best kernel. Written into
+the run's folder when the run finishes (report.html and summary.md come later, from the store: run_report.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.feedback.failure_digest import headline
+
+
+def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[str, Any], result: Any) -> str:
+    """`result`: the run's agent.outcomes.RunResult (read, not imported: the agent imports this room);
+    `totals`: its LLM calls, tokens and cost as the store sums them."""
+    lines = [f"# optimize {problem_key}", "", f"run `{run_id}`, status **{result.status}**, "
+             f"device {device}, {totals['llm_calls']} LLM calls, "
+             f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens, ${totals['cost_usd']:.4f}", "",
+             "| round | candidate | verdict | speedup | first reason |", "|---|---|---|---|---|"]
+    for o in result.outcomes:
+        speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
+        first = headline(o.attempt.reasons[0], o.attempt.source, 160) if o.attempt.reasons else ""
+        reason = first.replace("|", "\\|").replace("\n", " ")
+        slot = f"{o.slot + 1}" + (f" (repair {o.repair})" if o.repair else "")
+        lines.append(f"| {o.round + 1} | {slot} | {o.attempt.verdict} | {speed} | {reason} |")
+    if result.message:
+        lines += ["", f"Stopped: {result.message}"]
+    if result.notes:
+        lines += ["", "Notes:", *(f"- {note}" for note in result.notes)]
+    if result.best:
+        lines += ["", f"Best: round {result.best.round + 1}, {result.best.attempt.speedup:.3f}x, saved as `best.py`."]
+    else:
+        lines += ["", "No candidate was accepted."]
+    return "\n".join(lines) + "\n"
