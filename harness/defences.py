@@ -3,6 +3,8 @@
 (`KERNELWRIGHT_TEST_STATIC_OFF=1`) is set too: a user's environment cannot weaken an evaluation by accident.
 
     KERNELWRIGHT_TEST_DEFENCES_OFF=held_outputs,fresh_factor,jail_hides_home
+
+What holds where, and the switch that proves each defence: docs/defences.md.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ KNOWN = {
     "fresh_factor": "every timed call's floats carry a fresh per-element factor (harness/values/fresh_inputs.py)",
     "jail_hides_home": "the jail covers kernelwright's home and the build cache (harness/isolation/session.py)",
     "protocol_statement": "a child-staged speedup says so and strict refuses it (harness/pipeline.py)",
+    "trivial_canaries": "zeros, ones, the input passed through or a constant must fail every problem "
+                        "(harness/verification/canaries.py)",
+    "term_ablation": "every term and part of the reference must matter: the term canaries and the ablation check "
+                     "(harness/verification/term_canaries.py, ablation.py)",
+    "jail_binds": "the jail's own /dev, private /tmp, /dev/shm and home folders, other scratch quotas hidden, "
+                  "read-only file systems (harness/isolation/jail.py)",
+    "jail_uid": "the jailed process runs as an unprivileged user (harness/isolation/jail.py)",
 }
 
 

@@ -1,35 +1,53 @@
 """The jail every untrusted process starts in:
 `python jail.py --writable DIR ... --visible DIR ... --hidden DIR ... -- COMMAND...`.
 
-The launcher unshares PID, mount and network namespaces and forks; its child becomes PID 1 of the new PID
+The launcher unshares PID, mount, IPC and network namespaces and forks; its child becomes PID 1 of the new PID
 namespace (so every process the candidate starts, double forks included, dies with it), mounts a /proc that shows
-only that namespace (no ancestor's environment or memory is reachable), remounts every file system read-only except
-the given writable folders, /dev and fresh private /tmp, /dev/shm, home folders (where credentials live) and the
-`--hidden` folders (the scratch root, where the reference's and other evaluations' folders hold their inputs; the
-`--visible` folders that live under them, such as an interpreter, the project or a build cache, are bound back
-read-only, and writable ones, its own scratch folder, writable), drops every capability (it cannot remount,
-trace, or leave its cgroup) and execs COMMAND. Where the OS refuses a step the command still runs; the parent
-reads what actually holds from /proc and records it with the evaluation (see `containment_facts`).
+only that namespace (no ancestor's environment or memory is reachable), gives it a /dev of its own holding only
+null, zero, full, random, urandom (and the GPU's nvidia* nodes), remounts every file system read-only except the
+given writable folders, and covers with fresh private folders /tmp, /dev/shm, the home folders (where credentials
+live: all capped small, `PRIVATE_MB`; the process's own TMPDIR and HOME are its scratch folder, under its quota), the
+`--hidden` folders (kernelwright's home, the build cache: the `--visible` folders that live under them, such as an
+interpreter, the project or the precompiled headers, are bound back read-only, and writable ones, its own scratch
+folder, writable) and every other evaluation's scratch quota on the machine, whatever home it belongs to. Then it
+gives its writable folders to an unprivileged user (`JAIL_UID`), drops every capability, becomes that user (it
+cannot remount, trace, or leave its cgroup, and a root-owned file is as closed to it as to any user) and execs
+COMMAND. Where the OS refuses a step the command still runs; the parent reads what actually holds from /proc and
+records it with the evaluation (see `containment_facts`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 import signal
 import sys
 from pathlib import Path
 from typing import Callable
 
-CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x20000000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000
-PR_SET_PDEATHSIG, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 24, 38
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS = 1, 4, 24, 38
+MNT_DETACH = 2
 PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 47, 4
 _CAPABILITY_VERSION_3 = 0x20080522
 _CAPSET = {"x86_64": 126, "aarch64": 91}  # the capset system call's number
 _FLAG_WORDS = {"nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC}
 _libc = ctypes.CDLL(None, use_errno=True)
+JAIL_UID = JAIL_GID = 65534  # nobody/nogroup: owns nothing on the host
+PRIVATE_MB = {"/tmp": 64, "/dev/shm": 64}  # home folders: 16 MB (TMPDIR and HOME are the scratch folder itself)
+DEVICES = ("null", "zero", "full", "random", "urandom")  # all a kernel needs; CUDA adds the nvidia* nodes
+# an evaluation's scratch quota (harness/isolation/scratch_quota.py), in any kernelwright home on the machine
+_SCRATCH = re.compile(r"^eval-\d{8}-\d{6}-\d+-[0-9a-f]+$")
+
+
+def _test_switch_off(name: str) -> bool:
+    """harness/defences.py's test-only switch, read here without importing it (the launcher imports nothing of
+    ours): passed into the jail's environment only where the test suite turned the defence off."""
+    return os.environ.get("KERNELWRIGHT_TEST_STATIC_OFF") == "1" and \
+        name in os.environ.get("KERNELWRIGHT_TEST_DEFENCES_OFF", "").split(",")
 
 
 def _mount(source: str | None, target: str, kind: str | None, flags: int, data: str | None = None) -> bool:
@@ -64,14 +82,20 @@ def _homes() -> list[str]:
 
 def _seal_file_systems(writable: list[str], visible: list[str], hidden: list[str]) -> None:
     _mount(None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here propagates to the host
+    if _test_switch_off("jail_binds"):  # test-only: the private folders and the read-only file systems, off
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        return
+    _hide_other_scratch(writable)
     private = [t for t in ("/tmp", "/dev/shm", *_homes()) if os.path.isdir(t)]
     covered = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h not in private]
     # folders under them that the child needs come back through handles opened before anything is covered: the
     # interpreter and the project read-only, the scratch folder writable
     kept = [(f, os.open(f, os.O_PATH | os.O_DIRECTORY), f in writable) for f in dict.fromkeys(visible + writable)
-            if os.path.isdir(f) and _under(f, private + covered)]
+            if os.path.isdir(f) and _under(f, private + covered + ["/dev"])]
+    devices_made = _own_dev()
     for target in private:  # private and empty: no state survives from one evaluation to the next
-        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, "size=2g,mode=1777")
+        os.makedirs(target, exist_ok=True)
+        _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={PRIVATE_MB.get(target, 16)}m,mode=1777")
     # parents first: a hidden folder inside the project (its scratch root under runs/) is covered after the project
     # is bound back, and the process's own folder inside it comes back after that
     steps = [(folder, (handle, rw)) for folder, handle, rw in kept] + [(folder, None) for folder in covered]
@@ -86,22 +110,87 @@ def _seal_file_systems(writable: list[str], visible: list[str], hidden: list[str
             _mount(None, folder, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
         os.close(handle)
     for folder in writable:
-        if not _under(folder, private + covered):
+        if not _under(folder, private + covered + ["/dev"]):
             _mount(folder, folder, None, MS_BIND | MS_REC)
     keep = writable + private + ["/proc", "/dev"]
     for point, flags in _mount_points():
         if _under(point, keep):
             continue
         _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
+    if devices_made:  # its own /dev, read-only once filled (the nodes themselves stay usable)
+        _mount(None, "/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
-def _drop_capabilities() -> None:
-    """Empty the bounding set (an exec'd program gets nothing back), the ambient set, and this process's own
-    effective, permitted and inheritable sets (a process that does not exec, such as a zygote's fork, keeps its
-    capabilities otherwise)."""
+def _hide_other_scratch(writable: list[str]) -> None:
+    """Every evaluation's scratch quota on the machine is a mount point of its own: all but this process's are
+    detached in its namespace (their folders read empty), whichever kernelwright home they belong to."""
+    for point, _flags in _mount_points():
+        if _SCRATCH.match(os.path.basename(point)) and not _under(point, writable) and \
+                not any(_under(w, [point]) for w in writable):
+            if _libc.umount2(point.encode(), MNT_DETACH) != 0:
+                _mount("tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
+
+
+def _own_dev() -> bool:
+    """A tmpfs over /dev holding only `DEVICES` and the GPU's nodes, bound from the host's (a node made here would
+    need the right numbers; a bind is the host's node itself), the usual links into /proc, and an empty /dev/shm.
+    False where the OS refused (the host's /dev stays, and the file-system fact says so)."""
+    nodes = [name for name in DEVICES if os.path.exists(f"/dev/{name}")]
+    nodes += sorted(name for name in os.listdir("/dev") if name.startswith("nvidia"))
+    handles = {name: os.open(f"/dev/{name}", os.O_PATH) for name in nodes}
+    try:
+        if not _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755"):
+            return False
+        for name, handle in handles.items():
+            target = f"/dev/{name}"
+            if os.path.isdir(f"/proc/self/fd/{handle}"):
+                os.mkdir(target)
+            else:
+                open(target, "w").close()
+            _mount(f"/proc/self/fd/{handle}", target, None, MS_BIND | MS_REC)
+        for link, points_to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                                ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+            os.symlink(points_to, f"/dev/{link}")
+        os.mkdir("/dev/shm")
+        return True
+    finally:
+        for handle in handles.values():
+            os.close(handle)
+
+
+def _become_unprivileged(writable: list[str]) -> str:
+    """Hand the writable folders (and what the parent put in them) to `JAIL_UID` and become it, keeping the GPU
+    nodes' groups (a node may be group-readable only). Returns how it went, for the process's own record."""
+    if os.geteuid() != 0:
+        return f"uid {os.geteuid()} (not root: nothing to drop)"
+    if _test_switch_off("jail_uid"):
+        return "root (test switch)"
+    for folder in writable:
+        for root, folders, files in os.walk(folder):
+            for name in [root] + [os.path.join(root, f) for f in folders + files]:
+                try:
+                    os.lchown(name, JAIL_UID, JAIL_GID)
+                except OSError:
+                    continue
+    groups = sorted({os.stat(f"/dev/{n}").st_gid for n in os.listdir("/dev") if n.startswith("nvidia")} - {0})
+    os.setgroups(groups)
+    os.setgid(JAIL_GID)
+    os.setuid(JAIL_UID)
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as an exec would leave it: the parent reads its memory either way
+    return f"uid {JAIL_UID}"
+
+
+def _drop_bounding_set() -> None:
+    """Empty the bounding set (an exec'd program gets nothing back): while this process still may."""
     for capability in range(64):
         _libc.prctl(PR_CAPBSET_DROP, capability, 0, 0, 0)
+
+
+def _drop_capabilities() -> None:
+    """Empty the bounding set, the ambient set, and this process's own effective, permitted and inheritable sets
+    (a process that does not exec, such as a zygote's fork, keeps its capabilities otherwise)."""
+    _drop_bounding_set()
     _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     number = _CAPSET.get(os.uname().machine)
     if number is not None:
@@ -113,11 +202,17 @@ def _drop_capabilities() -> None:
 
 def enter(writable: list[str], visible: list[str], hidden: list[str]) -> None:
     """Inside the new namespaces, before the child's own code (exec'd, or run in-process by a zygote's fork): die
-    with the namespace's parent, seal the file systems (as PID 1), drop every capability."""
+    with the namespace's parent, seal the file systems (as PID 1), drop every capability, become `JAIL_UID`."""
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getpid() == 1:
         _seal_file_systems(writable, visible, hidden)
         os.chdir(os.getcwd())  # the working folder is re-resolved: through the writable bind, not the old mount
+    _drop_bounding_set()
+    try:
+        _become_unprivileged(writable)
+    except OSError:  # refused: it stays the user it was, without capabilities (the parent records its uid)
+        pass
+    _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)  # a change of user clears it
     _drop_capabilities()
 
 
@@ -138,7 +233,7 @@ def main(argv: list[str]) -> int:
 def in_new_namespaces(inner: Callable[[], None]) -> int:
     """Unshare the namespaces, run `inner` in a fork (PID 1 of the new PID namespace), wait for it and end the
     way it ended: the same exit code, or death by the same signal (so the parent can name it: SIGSEGV...)."""
-    if _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET) != 0:
+    if _libc.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC) != 0:
         _libc.unshare(CLONE_NEWNET)  # at least the network, where the rest is refused
     pid = os.fork()
     if pid == 0:
@@ -172,6 +267,7 @@ def containment_facts(pid: int) -> dict[str, str]:
         facts["capabilities"] = "none" if len(sets) == 4 and not held else f"held: {held}"
     except (OSError, StopIteration, ValueError):
         facts["capabilities"] = "unknown"
+    facts.update(_user_and_devices(pid))
     try:
         mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
         root = next((line.split() for line in mounts if line.split()[4] == "/"), None)
@@ -179,6 +275,25 @@ def containment_facts(pid: int) -> dict[str, str]:
         facts["file_system"] = "read-only except its scratch folder" if read_only else "NOT read-only"
     except (OSError, IndexError):
         facts["file_system"] = "unknown"
+    return facts
+
+
+def _user_and_devices(pid: int) -> dict[str, str]:
+    """Its effective uid, and the /dev it sees (through its root, which the parent can read)."""
+    facts = {}
+    try:
+        uid = int(next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                       if line.startswith("Uid:")).split()[2])
+        facts["user"] = f"unprivileged (uid {uid})" if uid else "NOT unprivileged (uid 0, without capabilities)"
+    except (OSError, StopIteration, ValueError, IndexError):
+        facts["user"] = "unknown"
+    try:
+        seen = sorted(os.listdir(f"/proc/{pid}/root/dev"))
+        nodes = [n for n in seen if n not in ("fd", "stdin", "stdout", "stderr", "shm")]
+        own = all(n in DEVICES or n.startswith("nvidia") for n in nodes)
+        facts["devices"] = f"its own /dev: {', '.join(nodes)}" if own else f"NOT minimal: the host's /dev ({len(seen)} entries)"
+    except OSError:
+        facts["devices"] = "unknown"
     return facts
 
 

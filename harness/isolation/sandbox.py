@@ -58,6 +58,7 @@ def child_environment(scratch: Path, cpu_threads: int, token: str, gpu: bool = F
     if not gpu:
         env["CUDA_VISIBLE_DEVICES"] = ""
     env.update({name: os.environ[name] for name in _TEST_SWITCHES if name in os.environ})
+    env.update(_jail_switches())
     interpreter_bin = str(Path(sys.executable).parent)  # ninja lives beside the venv's python
     env["PATH"] = interpreter_bin + os.pathsep + env.get("PATH", "/usr/bin:/bin")
     tmp = scratch / "tmp"
@@ -68,6 +69,14 @@ def child_environment(scratch: Path, cpu_threads: int, token: str, gpu: bool = F
                TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONUNBUFFERED="1")
     env[_TOKEN_VARIABLE] = token
     return env
+
+
+def _jail_switches() -> dict[str, str]:
+    """The test-only switches (harness/defences.py) the jail reads itself (it imports nothing of ours), passed
+    into the jailed process's environment only where the test suite turned one of them off."""
+    from harness.defences import DEFENCES_OFF, is_off
+
+    return {DEFENCES_OFF: os.environ[DEFENCES_OFF]} if is_off("jail_binds") or is_off("jail_uid") else {}
 
 
 PR_SET_PDEATHSIG = 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from harness.defences import is_off
 from harness.policy import EvalPolicy
 from harness.verification.compare import compare_trial
 from harness.verification.reference import ReferenceRun
@@ -63,8 +64,9 @@ def passing_canaries(reference: ReferenceRun, policy: EvalPolicy, notes: list[st
     one of its terms (harness/verification/term_canaries.py), else the reference with one part's value replaced
     (harness/verification/ablation.py; what it could not check goes to `notes`). A trivial canary is dropped at
     its first failing trial: most fail the first, and a failing comparison is the slow, careful one)."""
-    trivial = _trivial(reference, policy) or negligible_terms(reference, policy)
-    if trivial:
+    trivial = ([] if is_off("trivial_canaries") else _trivial(reference, policy)) or \
+        ([] if is_off("term_ablation") else negligible_terms(reference, policy))
+    if trivial or is_off("term_ablation"):
         return trivial
     report = degenerate_parts(reference, policy)
     if report.note and notes is not None:

@@ -26,6 +26,20 @@ ATTACKS = {
         "tests/harness/isolation/test_jail_contents.py::test_another_candidates_build_log_and_the_store_cannot_be_read"],
     "protocol_statement": [
         "tests/harness/measurement/test_protocol_statement.py::test_a_child_staged_speedup_says_so_and_strict_refuses_it"],
+    "trivial_canaries": [
+        "tests/harness/verification/test_canaries.py::test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing"],
+    "term_ablation": [
+        "tests/harness/verification/test_canaries.py::"
+        "test_a_candidate_that_skips_a_term_under_the_tolerance_is_credited_nothing"],
+    "jail_binds": [
+        "tests/harness/isolation/test_minimal_jail.py::test_only_the_listed_device_nodes_exist_and_private_folders_are_small",
+        "tests/harness/isolation/test_minimal_jail.py::test_another_homes_scratch_quota_is_out_of_sight",
+        "tests/harness/isolation/test_containment.py::test_files_in_home_folders_and_tmp_are_out_of_sight",
+        "tests/harness/isolation/test_containment.py::"
+        "test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach"],
+    "jail_uid": [
+        "tests/harness/isolation/test_minimal_jail.py::"
+        "test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed"],
 }
 
 

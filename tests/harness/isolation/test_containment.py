@@ -73,11 +73,28 @@ def test_files_in_home_folders_and_tmp_are_out_of_sight(tmp_path: Path) -> None:
     assert "sk-must-not-leak" not in log and "done" in log
 
 
-def test_no_ancestor_process_or_its_secrets_are_visible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-ancestor-secret")  # the parent has it; its /proc must be out of reach
-    log = _jailed(tmp_path, "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c ancestor-secret; "
-                            "echo pids $(ls /proc | grep -c '^[0-9]'); grep CapEff /proc/self/status")
-    assert log.splitlines()[0].strip() == "0"
+def test_no_host_process_or_its_secrets_are_visible(tmp_path: Path) -> None:
+    """A host process started with a secret in its environment (an agent run with its API key): the host reads it
+    from /proc/<pid>/environ, the jailed process finds neither that process nor the secret anywhere in its /proc.
+    (A variable set in the test process after it started never reaches its /proc/<pid>/environ: it would prove
+    nothing.)"""
+    import subprocess
+
+    holder = subprocess.Popen(["sleep", "60"], env={**os.environ, "OPENAI_API_KEY": "sk-host-secret"})
+    try:
+        deadline = time.monotonic() + 10  # until its exec is done and /proc shows its environment
+        while b"sk-host-secret" not in Path(f"/proc/{holder.pid}/environ").read_bytes():
+            assert time.monotonic() < deadline, "the planted secret never showed in the host's /proc"
+            time.sleep(0.02)
+        log = _jailed(tmp_path, f"cat /proc/{holder.pid}/environ 2>/dev/null | grep -c host-secret; "
+                                "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c host-secret; "
+                                f"test -e /proc/{holder.pid}/environ && echo holder-visible; "
+                                "echo pids $(ls /proc | grep -c '^[0-9]'); grep CapEff /proc/self/status")
+    finally:
+        holder.kill()
+        holder.wait()
+    lines = log.splitlines()
+    assert lines[0].strip() == "0" and lines[1].strip() == "0" and "holder-visible" not in log, log
     assert int(log.split("pids ")[1].split()[0]) <= 4  # the shell, its pipeline: nothing of the host
     assert "CapEff:\t0000000000000000" in log
 
@@ -116,8 +133,12 @@ def test_the_parent_records_what_held(tmp_path: Path) -> None:
     finally:
         launcher.kill()
         launcher.wait()
+    from harness.isolation.jail import JAIL_UID
+
     assert jailed == {"pid_namespace": "isolated", "mount_namespace": "isolated", "network": "isolated",
-                      "capabilities": "none", "file_system": "read-only except its scratch folder"}
+                      "capabilities": "none", "file_system": "read-only except its scratch folder",
+                      "user": f"unprivileged (uid {JAIL_UID})",
+                      "devices": "its own /dev: full, null, random, urandom, zero"}
     mine = containment_facts(os.getpid())
     assert mine["pid_namespace"].startswith("NOT") and mine["network"].startswith("NOT")
 

@@ -21,12 +21,17 @@ RELU = find_bundled("relu")
 NO_STATIC = EvalPolicy(timing_budget_s=0.2, static_policy="off")  # as if the static policy had been evaded
 
 
-def _not_faster(source: str, problem=RELU, most: float = 2.0) -> Verdict:
-    """The exploit gains nothing: rejected, or accepted at an honest speedup (the honest kernel is about 1x)."""
+def _accepted_at_an_honest_speed(source: str, problem=RELU, most: float = 1.5):
+    """The one verdict the defence produces for these candidates: accepted, timed by the parent-driven protocol
+    (no `[protocol]` reason), and no faster than the honest kernel it wraps (about 1x). Each test's docstring gives
+    the speedup the same candidate reaches with its defence off, so a candidate that is merely slow cannot pass
+    for a defended one."""
     evaluation = evaluate(problem, source, "cpu", NO_STATIC)
-    if evaluation.verdict is Verdict.ACCEPTED:
-        assert evaluation.speedup < most, f"fake speedup accepted: {evaluation.speedup:.2f}x {evaluation.reasons}"
-    return evaluation.verdict
+    assert evaluation.verdict is Verdict.ACCEPTED, (evaluation.verdict, evaluation.reasons)
+    assert evaluation.isolation["protocol"] == "parent-driven", evaluation.isolation
+    assert not any(r.startswith("[protocol]") for r in evaluation.reasons), evaluation.reasons
+    assert evaluation.speedup < most, f"fake speedup accepted: {evaluation.speedup:.2f}x {evaluation.reasons}"
+    return evaluation
 
 
 # Patches the harness's own probe and output packing in its process, so checks read the real answer while the
@@ -79,12 +84,17 @@ if _child is not None:
 '''
 
 
-def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
-    source = relu_variant("relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
-                          "hit = READY.pop(x.data_ptr(), None)\nif hit is not None:\n    return hit\n"
-                          "return relu_ext.relu_forward(x)", prelude=EARLY_WORK)
-    _not_faster(source, most=1.5)
+EARLY_FORWARD = ("relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
+                 "hit = READY.pop(x.data_ptr(), None)\nif hit is not None:\n    return hit\n"
+                 "return relu_ext.relu_forward(x)")
 
+
+def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
+    """What stops it: on the parent-driven protocol no harness code in the candidate's process ever holds a timed
+    call's inputs before the call (`do_stage` never runs there), so its table stays empty. Defence off (the
+    child-staged protocol, `pipeline.parent_driven` -> False, where `do_stage` does run): measured 4.0x on the
+    bundled ReLU, and accepted only with its `[protocol]` reason (tests/harness/measurement/test_protocol_statement.py)."""
+    _accepted_at_an_honest_speed(relu_variant(EARLY_FORWARD, prelude=EARLY_WORK))
 
 
 # Reads the correctness trials' inputs from its own folder and the folders beside it (the reference's, other
@@ -120,6 +130,8 @@ def _assert_the_table_misses() -> None:
                           "return out.clamp(max=100.0)", prelude=TRIAL_TABLE)
     evaluation = evaluate(RELU, source, "cpu", NO_STATIC)
     assert evaluation.verdict is Verdict.INCORRECT, (evaluation.verdict, evaluation.reasons)
+    # the table missed, so its clamped kernel met the `large` trial (magnitudes up to 1000)
+    assert any(r.startswith("[correctness]") and "large" in r for r in evaluation.reasons), evaluation.reasons
 
 INDEXED = '''
 import torch
@@ -147,20 +159,27 @@ def get_init_inputs():
 '''
 
 
-def test_integer_inputs_are_fresh_in_every_timed_call() -> None:
-    """A cache keyed on the integer input's values: it hit on every timed call when integers were not refreshed."""
-    problem = problem_from_source(INDEXED, "indexed_projection")
-    source = relu_variant(
-        "self.calls = getattr(self, 'calls', 0) + 1\nkey = x.numpy().tobytes()\n"
-        "relu_ext.relu_forward(self.proj[:1])  # keeps its kernel 'in use'\n"
-        "if self.calls > 11 and key in CACHE:  # past the correctness calls and the knock-out\n"
-        "    return CACHE[key].clone()\n"
-        "out = relu_ext.relu_forward(self.weight[x] @ self.proj)\n"
-        "if not torch.isnan(out).any():  # never keep a poisoned answer\n    CACHE[key] = out\nreturn out.clone()",
-        prelude="CACHE = {}").replace(
+INTEGER_CACHE_FORWARD = (
+    "self.calls = getattr(self, 'calls', 0) + 1\nkey = x.numpy().tobytes()\n"
+    "relu_ext.relu_forward(self.proj[:1])  # keeps its kernel 'in use'\n"
+    "if self.calls > 11 and key in CACHE:  # past the correctness calls and the knock-out\n"
+    "    return CACHE[key].clone()\n"
+    "out = relu_ext.relu_forward(self.weight[x] @ self.proj)\n"
+    "if self.calls <= 11 and not torch.isnan(out).any():  # the trials' answers, never a poisoned one\n"
+    "    CACHE[key] = out\nreturn out.clone()")
+
+
+def integer_cache_candidate() -> str:
+    return relu_variant(INTEGER_CACHE_FORWARD, prelude="CACHE = {}").replace(
         "super().__init__()", "super().__init__()\n        self.weight = nn.Parameter(torch.randn(512, 64))\n"
                               "        self.proj = nn.Parameter(torch.randn(64, 256))")
-    _not_faster(source, problem, most=1.5)
+
+
+def test_integer_inputs_are_fresh_in_every_timed_call() -> None:
+    """A cache keyed on the integer input's values, filled by the correctness trials: every timed call would hit
+    it if the timed integers were the trials' own. Defence off (`fresh_inputs._redrawn` returning the trial's
+    integers unchanged): measured 5.0x. On: no timed call hits, and it is the honest computation."""
+    _accepted_at_an_honest_speed(integer_cache_candidate(), problem_from_source(INDEXED, "indexed_projection"))
 
 
 def test_global_state_is_the_same_in_every_call() -> None:
@@ -177,18 +196,30 @@ def test_global_state_is_the_same_in_every_call() -> None:
 
 
 THRASHER = '''
-import os
-if os.fork() == 0:  # a process of its own (no thread of the candidate's to count) that thrashes memory forever
-    a, b = bytearray(48 << 20), bytearray(48 << 20)
-    while True:
-        a[:] = b
+import mmap, os, struct, time
+_BEAT = mmap.mmap(-1, 8)  # shared with the fork: when forward last ran
+if os.fork() == 0:  # a process of its own (no thread of the candidate's to count) that spins whenever the candidate
+    while True:     # is idle, i.e. while the reference is timed, and keeps out of the candidate's own timed calls
+        if time.monotonic() - struct.unpack("d", _BEAT[:8])[0] < 0.005:
+            time.sleep(0.005)
+            continue
+        _until = time.monotonic() + 0.00005
+        while time.monotonic() < _until:
+            pass
 '''
 
 
-def test_a_process_left_thrashing_memory_cannot_slow_the_reference() -> None:
-    """It is frozen while the reference is timed, and pinned to the same CPUs as the candidate while the
-    candidate is: it can only slow the candidate."""
-    _not_faster(relu_variant("return relu_ext.relu_forward(x)", prelude=THRASHER), most=1.3)
+def test_a_process_left_spinning_only_ever_costs_the_candidate() -> None:
+    """A control, not the freeze's proof. It spins whenever the candidate is idle (while the reference is timed)
+    on the candidate's CPU set, which the reference shares, and keeps out of the candidate's own calls. Measured
+    here with the freeze off (`ControlGroup.freeze` a no-op): 0.48x, against 0.30x with it on: on a shared CPU
+    the woken timed process preempts a spinner, so this candidate gains nothing even without the freeze, and this
+    test cannot show the freeze is load-bearing. What does: a frozen group makes no progress
+    (tests/harness/isolation/test_cgroups.py); the mutation test for the timing's own freeze needs a switch in
+    harness/measurement/frozen_calls.py (docs/defences.md)."""
+    source = relu_variant("_BEAT[:8] = struct.pack('d', time.monotonic())\nreturn relu_ext.relu_forward(x)",
+                          prelude=THRASHER)
+    _accepted_at_an_honest_speed(source, most=1.3)
 
 
 def test_timed_children_are_pinned_and_driven_through_their_memory() -> None:

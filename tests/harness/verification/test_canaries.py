@@ -182,3 +182,40 @@ def test_every_part_of_the_bundled_problems_matters() -> None:
         report = degenerate_parts(run_reference(problem, "cpu", 0, [1, 2, 3, 4, 5]), EvalPolicy())
         assert report.degenerate == [] and report.note is None and report.checked == report.total, (problem.name,
                                                                                                      report)
+
+
+# The attacks the canaries stop (issue 36): a candidate that passes every trial with a trivial answer, or skips a
+# part of the reference that does not matter at the problem's own parameters, is credited nothing. Both are plain
+# PyTorch (no build); tests/harness/test_defences_load_bearing.py runs them with each check switched off.
+ATTACK_POLICY = EvalPolicy(require_custom_kernel=False, static_policy="off", timing_budget_s=0.05)
+
+
+def test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing() -> None:
+    """ones_like instead of a softmax over one column: right on every trial. Defence off (`trivial_canaries`):
+    accepted at 9.5x (measured), with no reason but the note that it has no custom kernel."""
+    from harness import evaluate
+    from harness.records import Verdict
+
+    softmax_of_one = _problem("torch.softmax(x, dim=1)", "torch.randn(262144, 1)")
+    candidate = softmax_of_one.source.replace("class Model(", "class ModelNew(").replace(
+        "return torch.softmax(x, dim=1)", "return torch.ones_like(x)")
+    evaluation = evaluate(softmax_of_one, candidate, "cpu", ATTACK_POLICY)
+    assert evaluation.verdict is Verdict.DEGENERATE, evaluation.reasons
+    assert evaluation.reasons[0].startswith("[degenerate-problem]") and "ones" in evaluation.reasons[0]
+    assert evaluation.speedup is None
+
+
+def test_a_candidate_that_skips_a_term_under_the_tolerance_is_credited_nothing() -> None:
+    """relu(x) without the `1e-7 * conv(x)` the reference adds: within tolerance on every trial. Defence off
+    (`term_ablation`: the term canaries and the ablation check): accepted at 2.5-2.8x (measured), with no
+    reason but the note that it has no custom kernel."""
+    from harness import evaluate
+    from harness.records import Verdict
+
+    problem = problem_from_source(BRANCH_UNDER_TOLERANCE, "branch")
+    candidate = BRANCH_UNDER_TOLERANCE.replace("class Model(", "class ModelNew(").replace(
+        "return torch.relu(x) + 1e-7 * self.conv(x)", "return torch.relu(x)")
+    evaluation = evaluate(problem, candidate, "cpu", ATTACK_POLICY)
+    assert evaluation.verdict is Verdict.DEGENERATE, evaluation.reasons
+    assert evaluation.reasons[0].startswith("[degenerate-problem]") and "conv" in evaluation.reasons[0]
+    assert evaluation.speedup is None
