@@ -34,7 +34,7 @@ ATTACKS = {
     "jail_binds": [
         "tests/harness/isolation/test_minimal_jail.py::test_only_the_listed_device_nodes_exist_and_private_folders_are_small",
         "tests/harness/isolation/test_minimal_jail.py::test_another_homes_scratch_quota_is_out_of_sight",
-        "tests/harness/isolation/test_containment.py::test_files_in_home_folders_and_tmp_are_out_of_sight",
+        "tests/harness/isolation/test_containment.py::test_other_scratch_folders_are_out_of_sight",
         "tests/harness/isolation/test_containment.py::"
         "test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach"],
     "jail_uid": [

@@ -141,6 +141,7 @@ def test_the_parent_records_what_held(tmp_path: Path) -> None:
                       "devices": "its own /dev: full, null, random, urandom, zero"}
     mine = containment_facts(os.getpid())
     assert mine["pid_namespace"].startswith("NOT") and mine["network"].startswith("NOT")
+    assert mine["user"].startswith("NOT") and mine["devices"].startswith("NOT minimal"), mine
 
 
 def test_a_build_cache_under_tmp_stays_hidden_behind_the_private_tmp(

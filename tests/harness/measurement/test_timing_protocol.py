@@ -212,11 +212,11 @@ if os.fork() == 0:  # a process of its own (no thread of the candidate's to coun
 def test_a_process_left_spinning_only_ever_costs_the_candidate() -> None:
     """A control, not the freeze's proof. It spins whenever the candidate is idle (while the reference is timed)
     on the candidate's CPU set, which the reference shares, and keeps out of the candidate's own calls. Measured
-    here with the freeze off (`ControlGroup.freeze` a no-op): 0.48x, against 0.30x with it on: on a shared CPU
-    the woken timed process preempts a spinner, so this candidate gains nothing even without the freeze, and this
-    test cannot show the freeze is load-bearing. What does: a frozen group makes no progress
-    (tests/harness/isolation/test_cgroups.py); the mutation test for the timing's own freeze needs a switch in
-    harness/measurement/frozen_calls.py (docs/defences.md)."""
+    here with the freeze off (`ControlGroup.freeze` a no-op): 0.48x, against 0.30x with it on: on a shared CPU the
+    scheduler seems to favour the woken timed process over a spinner, so this candidate gains nothing even without
+    the freeze, and this test cannot show the freeze is load-bearing. What does: a frozen group makes no progress
+    (tests/harness/isolation/test_cgroups.py); a mutation test of the timing's own freeze needs a switch and an
+    attack that gains without it (docs/defences.md)."""
     source = relu_variant("_BEAT[:8] = struct.pack('d', time.monotonic())\nreturn relu_ext.relu_forward(x)",
                           prelude=THRASHER)
     _accepted_at_an_honest_speed(source, most=1.3)

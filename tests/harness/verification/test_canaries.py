@@ -192,7 +192,8 @@ ATTACK_POLICY = EvalPolicy(require_custom_kernel=False, static_policy="off", tim
 
 def test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing() -> None:
     """ones_like instead of a softmax over one column: right on every trial. Defence off (`trivial_canaries`):
-    accepted at 9.5x (measured), with no reason but the note that it has no custom kernel."""
+    accepted at 9.5x and 15.9x (measured, two budgets), with no reason but the note that it has no custom
+    kernel."""
     from harness import evaluate
     from harness.records import Verdict
 
