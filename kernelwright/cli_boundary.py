@@ -28,57 +28,48 @@ def command(group: typer.Typer, name: str, interrupted: str = "interrupted") -> 
     group object. `interrupted`: the line Ctrl-C prints when nothing more telling is known."""
 
     def register(function: Callable[..., Any]) -> Callable[..., Any]:
-        group.command(name)(_guarded(_ungrouped(function), interrupted))
+        parameters, groups = _spread(function)
+
+        def call(**values: Any) -> Any:
+            for parameter, (kind, fields) in groups.items():
+                values[parameter] = kind(**{field: values.pop(field) for field in fields})
+            try:
+                return function(**values)
+            except KeyboardInterrupt:
+                raise _stop(interrupted) from None
+            except Exception as exc:  # noqa: BLE001 - sorted below; anything else keeps its traceback
+                if isinstance(exc, _user_errors()):
+                    raise fail(str(exc)) from None
+                message = _interruption(exc)
+                if message is None:
+                    raise
+                raise _stop(message) from None
+
+        call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        call.__annotations__ = {p.name: p.annotation for p in parameters}
+        call.__name__, call.__doc__, call.__module__ = function.__name__, function.__doc__, function.__module__
+        group.command(name)(call)
         return function
 
     return register
 
 
-def _ungrouped(function: Callable[..., Any]) -> Callable[..., Any]:
-    """`function` with each options-group parameter spread into the group's own options (keyword-only)."""
+def _spread(function: Callable[..., Any]) -> tuple[list[inspect.Parameter], dict[str, tuple[type, list[str]]]]:
+    """The parameters typer reads (each group's options in the group's place, all keyword-only), and per group
+    parameter its dataclass and field names."""
     hints = typing.get_type_hints(function, include_extras=True)
     parameters: list[inspect.Parameter] = []
     groups: dict[str, tuple[type, list[str]]] = {}
     for parameter in inspect.signature(function).parameters.values():
         kind = hints[parameter.name]
-        if dataclasses.is_dataclass(kind):
-            fields = typing.get_type_hints(kind, include_extras=True)
-            names = [field.name for field in dataclasses.fields(kind)]
-            groups[parameter.name] = (kind, names)
-            parameters += [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default,
-                                             annotation=fields[field.name]) for field in dataclasses.fields(kind)]
-        else:
+        if not dataclasses.is_dataclass(kind):
             parameters.append(parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=kind))
-
-    def call(**values: Any) -> Any:
-        for name, (kind, names) in groups.items():
-            values[name] = kind(**{field: values.pop(field) for field in names})
-        return function(**values)
-
-    call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    call.__annotations__ = {p.name: p.annotation for p in parameters}
-    call.__name__, call.__doc__, call.__module__ = function.__name__, function.__doc__, function.__module__
-    return call
-
-
-def _guarded(function: Callable[..., Any], interrupted: str) -> Callable[..., Any]:
-    def call(**values: Any) -> Any:
-        try:
-            return function(**values)
-        except KeyboardInterrupt:
-            raise _stop(interrupted) from None
-        except Exception as exc:  # noqa: BLE001 - sorted below; anything else keeps its traceback
-            if isinstance(exc, _user_errors()):
-                raise fail(str(exc)) from None
-            message = _interruption(exc)
-            if message is None:
-                raise
-            raise _stop(message) from None
-
-    call.__signature__ = inspect.signature(function)  # type: ignore[attr-defined]
-    call.__annotations__ = function.__annotations__
-    call.__name__, call.__doc__, call.__module__ = function.__name__, function.__doc__, function.__module__
-    return call
+            continue
+        fields = typing.get_type_hints(kind, include_extras=True)
+        groups[parameter.name] = (kind, [field.name for field in dataclasses.fields(kind)])
+        parameters += [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default,
+                                         annotation=fields[field.name]) for field in dataclasses.fields(kind)]
+    return parameters, groups
 
 
 def _user_errors() -> tuple[type[Exception], ...]:
