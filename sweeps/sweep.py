@@ -1,4 +1,4 @@
-"""`kernelwright sweep`: every problem of a folder, either re-verifying existing solutions (`--candidates DIR`)
+"""`kernelwright sweep`: every problem of a folder, either re-verifying existing solutions (`--solutions DIR`)
 or optimizing each with a model. Resumable: a problem's row is marked done only when its result is stored, so
 a killed sweep loses nothing finished and restarts the unfinished problems cleanly."""
 
@@ -33,6 +33,9 @@ Progress = Callable[[str], None]
 
 
 class Sweep:
+    """One sweep run over its problems: candidates mode verifies a solution per problem, optimize mode runs the
+    agent on several problems at once; each problem's row is marked as it finishes."""
+
     def __init__(self, sessions: sessionmaker[Session], run_id: str, problems: list[Problem], config: SweepConfig,
                  progress: Progress | None = None) -> None:
         self.sessions, self.run_id, self.problems, self.config = sessions, run_id, problems, config
