@@ -10,7 +10,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent.llm import LLMReply, Message
@@ -19,9 +18,9 @@ from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.records import Evaluation
 from kernelbench.problem import Problem
-from store import ProblemRow, record_evaluation
+from store import record_evaluation
 from store import runs as run_store
-from store.results import upsert_problem
+from store.results import add_problem, problem_by_fingerprint
 from agent.outcomes import RunResult
 
 
@@ -41,8 +40,7 @@ class RunRecorder:
     @classmethod
     def start(cls, sessions: sessionmaker[Session], problem: Problem, spec: RunSpec, runs_root: Path) -> "RunRecorder":
         """A new run, its spec stored whole: problem, models, endpoint, sampling, budgets, policy, code version."""
-        with sessions.begin() as session:
-            upsert_problem(session, problem)
+        add_problem(sessions, problem)
         version, commit = code_version()
         spec = spec.model_copy(update={
             "problem": ProblemRef(key=problem.key, fingerprint=problem.fingerprint, path=problem.path),
@@ -171,11 +169,10 @@ def stored_spec(sessions: sessionmaker[Session], run_id: str) -> RunSpec:
 
 
 def stored_problem(sessions: sessionmaker[Session], spec: RunSpec, run_id: str) -> Problem:
-    with sessions() as session:
-        row = session.scalar(select(ProblemRow).where(ProblemRow.fingerprint == spec.problem.fingerprint))
-    if row is None:
+    problem = problem_by_fingerprint(sessions, spec.problem.fingerprint)
+    if problem is None:
         raise ResumeError(f"run {run_id}: its problem is missing from the store")
-    return Problem(name=row.name, source=row.source, level=row.level, problem_id=row.problem_id, path=row.path)
+    return problem
 
 
 def _split(seconds: dict[str, float]) -> dict[str, float]:

@@ -4,33 +4,42 @@ secret seeds and every check. Anything that no longer holds fails the gate, by n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Callable
-
-from sqlalchemy import select
 
 from harness import EvalPolicy, Evaluation
 from harness.device import resolve_device
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask
 from harness.execution.executor import open_executor
+from harness.records import Verdict
 from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.matching import match_solution
 from kernelbench.shrink import shrink_problem
 from kernelbench.problem import Problem, fingerprint_source, load_problems
 from kernelwright.eval_service import SHRINK_HINT, UsageError, unallocatable
 from kernelwright.interrupts import stop_on_ctrl_c
-from store import CandidateRow, EvaluationRow, open_store, record_evaluation
-from store.results import add_evaluation
+from store import CandidateRow, open_store, record_evaluation
+from store.results import StoredSpeedup, accepted_candidates, add_evaluation, problem_of, stored_speedup
 
 Progress = Callable[[str], None]
+
+
+class GateOutcome(str, Enum):
+    """What the gate found where no harness verdict is the answer (a GateResult's verdict is a Verdict value or
+    one of these)."""
+
+    TAMPERED = "tampered"  # the stored source or problem no longer matches its hash: not re-evaluated
+    UNREPRODUCED = "unreproduced"  # accepted again, but the stored speedup is out of reach of the re-measurement
+    UNMATCHED = "unmatched"  # a solution file that no problem matches
 
 
 @dataclass
 class GateResult:
     problem: str
     kernel: str  # candidate id in the store, or the solution's path
-    verdict: str
+    verdict: str  # a Verdict or a GateOutcome value
     speedup: float | None = None
     reasons: list[str] = field(default_factory=list)
     interval: tuple[float, float] | None = None  # the re-measured speedup's 95% interval
@@ -40,7 +49,7 @@ class GateResult:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == "accepted"
+        return self.verdict == Verdict.ACCEPTED.value
 
     def as_json(self) -> dict[str, object]:
         return {"problem": self.problem, "shrunk": self.shrunk, "kernel": self.kernel, "verdict": self.verdict,
@@ -57,23 +66,10 @@ class GateInterrupted(Exception):
 
 
 def _stored_candidates(db_url: str | None, run_id: str | None, problem_filter: str | None) -> list[CandidateRow]:
-    sessions = open_store(db_url, create=False)
-    with sessions() as session:
-        accepted = select(EvaluationRow.candidate_id).where(EvaluationRow.verdict == "accepted")
-        query = select(CandidateRow).where(CandidateRow.id.in_(accepted)).order_by(CandidateRow.id)
-        if run_id:
-            query = query.where(CandidateRow.run_id == run_id)
-        rows = list(session.scalars(query))
-        for row in rows:
-            row.problem  # load the relationship while the session is open
+    rows = accepted_candidates(open_store(db_url, create=False), run_id)
     if problem_filter:
-        rows = [r for r in rows if problem_filter.lower() in _problem_of(r).key.lower()]
+        rows = [r for r in rows if problem_filter.lower() in problem_of(r.problem).key.lower()]
     return rows
-
-
-def _problem_of(row: CandidateRow) -> Problem:
-    p = row.problem
-    return Problem(name=p.name, source=p.source, level=p.level, problem_id=p.problem_id, path=p.path)
 
 
 def _tampering(row: CandidateRow) -> list[str]:
@@ -88,33 +84,12 @@ def _tampering(row: CandidateRow) -> list[str]:
 NOISE_BAND = 1.25  # a stored speedup this far above the re-measured interval's top cannot be reproduced
 
 
-def _stored_speedup(sessions: object, candidate_id: int, device: str) -> float | None:
-    """The best speedup the store holds for this candidate on this device (what `runs best` would show)."""
-    from sqlalchemy import func
-
-    with sessions() as session:  # type: ignore[operator]
-        query = select(func.max(EvaluationRow.speedup)).where(
-            EvaluationRow.candidate_id == candidate_id, EvaluationRow.verdict == "accepted",
-            EvaluationRow.device == device)
-        return session.scalar(query)
-
-
-def _stored_low(sessions: object, candidate_id: int, device: str, stored: float | None) -> float | None:
-    """The lower end of the stored interval of the evaluation that holds `stored` (None where it has none)."""
-    if stored is None:
-        return None
-    with sessions() as session:  # type: ignore[operator]
-        return session.scalar(select(EvaluationRow.speedup_low).where(
-            EvaluationRow.candidate_id == candidate_id, EvaluationRow.verdict == "accepted",
-            EvaluationRow.device == device, EvaluationRow.speedup == stored).limit(1))
-
-
 def speedup_not_reproduced(stored: float | None, evaluation: object, stored_low: float | None = None) -> str | None:
     """A reason when the stored speedup is outside what a fresh measurement supports, else None: the two intervals
     do not overlap (both are widened by their runs' A/A floors), or, whatever the stored interval says, the stored
     point is over NOISE_BAND times the re-measured interval's top."""
     interval = getattr(evaluation, "speedup_ci", None)
-    if stored is None or not interval or getattr(evaluation, "verdict", None) != "accepted":
+    if stored is None or not interval or getattr(evaluation, "verdict", None) != Verdict.ACCEPTED:
         return None
     if stored > interval[1] * NOISE_BAND or (stored_low is not None and stored_low > interval[1]):
         return (f"[speedup] the store says {stored:.2f}x; re-measured {evaluation.speedup:.2f}x (95% interval "  # type: ignore[attr-defined]
@@ -175,25 +150,25 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
     for row in rows:
         tampered = _tampering(row)
         if tampered:
-            problem = _problem_of(row)
-            results[row.id] = GateResult(problem.key, f"candidate {row.id}", "tampered", reasons=tampered,
-                                         shrunk=problem.shrunk)
+            problem = problem_of(row.problem)
+            results[row.id] = GateResult(problem.key, f"candidate {row.id}", GateOutcome.TAMPERED.value,
+                                         reasons=tampered, shrunk=problem.shrunk)
         else:
             intact.append(row)
-    stored = {row.id: _stored_speedup(sessions, row.id, device) for row in intact}
-    lows = {row.id: _stored_low(sessions, row.id, device, stored[row.id]) for row in intact}
+    stored: dict[int, StoredSpeedup] = {row.id: stored_speedup(sessions, row.id, device) for row in intact}
 
     def keep(index: int, evaluation: Evaluation) -> None:
         row = intact[index]
-        problem = _problem_of(row)
+        problem = problem_of(row.problem)
         evaluation_id = add_evaluation(sessions, row.id, evaluation)
-        unreproduced = speedup_not_reproduced(stored[row.id], evaluation, lows[row.id])
-        verdict = "unreproduced" if unreproduced else evaluation.verdict.value
+        unreproduced = speedup_not_reproduced(stored[row.id].speedup, evaluation, stored[row.id].low)
+        verdict = GateOutcome.UNREPRODUCED.value if unreproduced else evaluation.verdict.value
         results[row.id] = GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
                                      ([unreproduced] if unreproduced else []) + evaluation.reasons,
-                                     _interval(evaluation), stored[row.id], evaluation_id, problem.shrunk)
+                                     _interval(evaluation), stored[row.id].speedup, evaluation_id, problem.shrunk)
 
-    _evaluate_all([(_problem_of(row), row.source) for row in intact], device, policy, workers, progress, keep)
+    _evaluate_all([(problem_of(row.problem), row.source) for row in intact], device, policy, workers, progress,
+                  keep)
     return [results[row.id] for row in rows]
 
 
@@ -249,5 +224,5 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
 
 
 def _unmatched(file: Path) -> GateResult:
-    return GateResult("?", str(file), "unmatched",
+    return GateResult("?", str(file), GateOutcome.UNMATCHED.value,
                       reasons=["no problem matches this file (name it levelN/<id>_<Name>.py)"])

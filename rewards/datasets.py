@@ -18,7 +18,7 @@ import re
 from collections import defaultdict
 from typing import Any, Iterable
 
-from rewards.reward import reward
+from rewards.reward import ACCEPTED, reward
 
 _CODE = re.compile(r"```.*?```", re.DOTALL)
 TOP_TOLERANCE = 0.98
@@ -26,7 +26,7 @@ PREFERENCE_MARGIN = 1.1
 
 
 def _accepted(row: dict[str, Any]) -> bool:
-    return row["verdict"] == "accepted" and row["speedup"] is not None
+    return row["verdict"] == ACCEPTED and row["speedup"] is not None
 
 
 def _common(row: dict[str, Any]) -> dict[str, Any]:

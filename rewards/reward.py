@@ -14,10 +14,11 @@ from typing import Any
 
 FLOOR = 0.1
 CEILING = 5.0
+ACCEPTED = "accepted"  # Verdict.ACCEPTED.value (harness/records.py): rewards imports nothing of ours
 
 
 def reward(verdict: str, speedup: float | None) -> float:
-    if verdict != "accepted" or speedup is None or not math.isfinite(speedup) or speedup <= 0:
+    if verdict != ACCEPTED or speedup is None or not math.isfinite(speedup) or speedup <= 0:
         return 0.0
     return min(CEILING, max(FLOOR, 1.0 + math.log2(speedup)))
 

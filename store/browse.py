@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from harness.records import Verdict
 from kernelbench.problem import shrink_note
 from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow, SweepItemRow
 from store.runs import run_totals
@@ -18,10 +19,10 @@ def list_runs(sessions: sessionmaker[Session], limit: int = 50) -> list[dict[str
         rows = []
         for run in runs:
             best = session.scalar(select(func.max(EvaluationRow.speedup)).join(CandidateRow).where(
-                CandidateRow.run_id == run.id, EvaluationRow.verdict == "accepted"))
+                CandidateRow.run_id == run.id, EvaluationRow.verdict == Verdict.ACCEPTED.value))
             if run.kind == "sweep":
                 best = session.scalar(select(func.max(SweepItemRow.speedup)).where(
-                    SweepItemRow.run_id == run.id, SweepItemRow.verdict == "accepted"))
+                    SweepItemRow.run_id == run.id, SweepItemRow.verdict == Verdict.ACCEPTED.value))
             problem = (run.config or {}).get("problem", {}).get("key")
             count = len((run.config or {}).get("fingerprints", [])) or (1 if problem else 0)
             rows.append({"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status,
@@ -98,7 +99,7 @@ def best_for_problem(sessions: sessionmaker[Session], name: str, limit: int = 10
     with sessions() as session:
         query = (select(CandidateRow, EvaluationRow, ProblemRow).join(EvaluationRow)
                  .join(ProblemRow, ProblemRow.id == CandidateRow.problem_ref)
-                 .where(EvaluationRow.verdict == "accepted", EvaluationRow.speedup.is_not(None),
+                 .where(EvaluationRow.verdict == Verdict.ACCEPTED.value, EvaluationRow.speedup.is_not(None),
                         func.lower(ProblemRow.name).contains(name.lower().split("/")[-1].split("_", 1)[-1]))
                  .order_by(EvaluationRow.speedup.desc()))
         kernels: dict[tuple[str, str, str], dict[str, Any]] = {}  # one row per kernel (source hash) and device

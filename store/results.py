@@ -1,13 +1,13 @@
-"""Write and read evaluation results."""
+"""Write and read evaluation results: problems, candidates and their evaluations."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from harness.records import Evaluation
+from harness.records import Evaluation, Verdict
 from kernelbench.problem import Problem
 from store.models import CandidateRow, EvaluationRow, ProblemRow
 
@@ -20,6 +20,24 @@ def upsert_problem(session: Session, problem: Problem, suite: str = "local") -> 
         session.add(row)
         session.flush()
     return row
+
+
+def add_problem(sessions: sessionmaker[Session], problem: Problem) -> None:
+    """Store the problem (once per fingerprint)."""
+    with sessions.begin() as session:
+        upsert_problem(session, problem)
+
+
+def problem_of(row: ProblemRow) -> Problem:
+    """The problem a row holds (what upsert_problem stored)."""
+    return Problem(name=row.name, source=row.source, level=row.level, problem_id=row.problem_id, path=row.path)
+
+
+def problem_by_fingerprint(sessions: sessionmaker[Session], fingerprint: str) -> Problem | None:
+    """The problem with this fingerprint, None when the store does not hold it."""
+    with sessions() as session:
+        row = session.scalar(select(ProblemRow).where(ProblemRow.fingerprint == fingerprint))
+        return problem_of(row) if row is not None else None
 
 
 def upsert_candidate(session: Session, problem_row: ProblemRow, source: str, source_hash: str,
@@ -80,3 +98,38 @@ def load_evaluation(sessions: sessionmaker[Session], evaluation_id: int) -> Eval
         if row is None:
             raise KeyError(f"no evaluation {evaluation_id}")
         return Evaluation.model_validate(row.record)
+
+
+def accepted_candidates(sessions: sessionmaker[Session], run_id: str | None = None) -> list[CandidateRow]:
+    """Every candidate with an accepted evaluation (only those of `run_id`, when given), oldest first, each with its
+    problem loaded."""
+    accepted = select(EvaluationRow.candidate_id).where(EvaluationRow.verdict == Verdict.ACCEPTED.value)
+    query = select(CandidateRow).where(CandidateRow.id.in_(accepted)).order_by(CandidateRow.id)
+    if run_id:
+        query = query.where(CandidateRow.run_id == run_id)
+    with sessions() as session:
+        rows = list(session.scalars(query))
+        for row in rows:
+            row.problem  # load the relationship while the session is open
+    return rows
+
+
+class StoredSpeedup(NamedTuple):
+    """The best accepted speedup the store holds for a kernel on a device and the lower end of that evaluation's
+    interval (None where there is none)."""
+
+    speedup: float | None
+    low: float | None
+
+
+def stored_speedup(sessions: sessionmaker[Session], candidate_id: int, device: str) -> StoredSpeedup:
+    """What `runs best` would show for this candidate on this device, with its interval's lower end."""
+    accepted = (EvaluationRow.candidate_id == candidate_id, EvaluationRow.verdict == Verdict.ACCEPTED.value,
+                EvaluationRow.device == device)
+    with sessions() as session:
+        best = session.scalar(select(func.max(EvaluationRow.speedup)).where(*accepted))
+        if best is None:
+            return StoredSpeedup(None, None)
+        low = session.scalar(select(EvaluationRow.speedup_low).where(*accepted, EvaluationRow.speedup == best)
+                             .limit(1))
+        return StoredSpeedup(best, low)

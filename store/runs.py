@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from harness.records import Evaluation
+from harness.records import Evaluation, Verdict
 from kernelbench.problem import Problem
 from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow
 from store.results import upsert_problem
@@ -106,7 +106,7 @@ def accepted_in_problem(sessions: sessionmaker[Session], problem: Problem, befor
     stored: exemplar material. With `before`, only what the store held then, plus the kernels of `run_id` (a
     rerun sees the pool its original run saw, and its own kernels as the original saw its own)."""
     query = (select(CandidateRow.source, EvaluationRow.speedup).join(EvaluationRow).where(
-        EvaluationRow.verdict == "accepted", EvaluationRow.speedup.is_not(None),
+        EvaluationRow.verdict == Verdict.ACCEPTED.value, EvaluationRow.speedup.is_not(None),
         CandidateRow.problem.has(fingerprint=problem.fingerprint)).order_by(EvaluationRow.id))
     if before is not None:
         query = query.where(or_(EvaluationRow.created_at < before, CandidateRow.run_id == run_id))

@@ -45,3 +45,11 @@ def test_exemplar_edge_cases() -> None:
     assert select_exemplars(ITEMS, k=0) == []
     assert select_exemplars([("bad", 0.0), ("nan", math.nan)], k=2) == []
     assert len(select_exemplars(ITEMS, k=10)) == len({bucket_of(s) for _, s in ITEMS})
+
+
+def test_the_accepted_verdict_rewards_reads_is_the_harness_one() -> None:
+    """rewards imports nothing of ours, so it names the one verdict it pays for itself: it must stay the harness's."""
+    from harness.records import Verdict
+    from rewards.reward import ACCEPTED
+
+    assert ACCEPTED == Verdict.ACCEPTED.value

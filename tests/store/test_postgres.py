@@ -64,3 +64,16 @@ def test_store_round_trip_and_queries_on_postgres(postgres_url: str) -> None:
     assert load_evaluation(sessions, accepted) == _evaluation()
     assert [row.source for row in _stored_candidates(postgres_url, None, None)] == ["source a"]  # JSON-safe query
     assert best_for_problem(sessions, "ReLU")[0]["speedup"] == 1.5
+
+
+def test_a_postgres_store_is_at_head_and_opens_again(postgres_url: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    from store.migrate import head_revision
+
+    open_store(postgres_url)
+    open_store(postgres_url)  # at head already: nothing to do
+    engine = create_engine(postgres_url)
+    with engine.connect() as connection:
+        assert list(connection.execute(text("SELECT version_num FROM alembic_version")).scalars()) == [head_revision()]
+    engine.dispose()
