@@ -144,9 +144,10 @@ def decode_command(message: Any) -> Command:
     """The command a parsed line holds (in the child, from its trusted parent). ValueError when it is none."""
     if not isinstance(message, dict):
         raise ValueError(f"a command must be an object, not {type(message).__name__}")
-    kind = COMMANDS.get(message.get("cmd", ""))  # type: ignore[arg-type]
+    name = message.get("cmd")
+    kind = COMMANDS.get(name) if isinstance(name, str) else None
     if kind is None:
-        raise ValueError(f"unknown command {message.get('cmd')!r}")
+        raise ValueError(f"unknown command {str(name)[:60]!r}")
     try:
         return kind(**{key: value for key, value in message.items() if key != "cmd"})
     except TypeError as exc:

@@ -25,7 +25,7 @@ def test_every_command_crosses_the_wire_as_itself(command: P.Command) -> None:
 def test_the_child_answers_every_command_and_nothing_else() -> None:
     assert set(HANDLERS) == set(P.COMMANDS.values())
     assert all(callable(getattr(Child, name)) for name in HANDLERS.values())
-    for wrong in ({"cmd": "exec"}, {"cmd": "go", "extra": 1}, ["go"], {}):
+    for wrong in ({"cmd": "exec"}, {"cmd": "go", "extra": 1}, ["go"], {}, {"cmd": ["go"]}):
         with pytest.raises(ValueError):
             P.decode_command(wrong)
 
