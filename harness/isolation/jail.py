@@ -135,37 +135,45 @@ def _hide_other_scratch(writable: list[str]) -> None:
 def _own_dev() -> bool:
     """A tmpfs over /dev holding only `DEVICES` and the GPU's nodes, bound from the host's (a node made here would
     need the right numbers; a bind is the host's node itself), the usual links into /proc, and an empty /dev/shm.
-    False where the OS refused (the host's /dev stays, and the file-system fact says so)."""
+    False where the OS refused (the host's /dev stays, and the `devices` fact says so)."""
     nodes = [name for name in DEVICES if os.path.exists(f"/dev/{name}")]
     nodes += sorted(name for name in os.listdir("/dev") if name.startswith("nvidia"))
     handles = {name: os.open(f"/dev/{name}", os.O_PATH) for name in nodes}
     try:
         if not _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755"):
             return False
-        for name, handle in handles.items():
-            target = f"/dev/{name}"
-            if os.path.isdir(f"/proc/self/fd/{handle}"):
-                os.mkdir(target)
-            else:
-                open(target, "w").close()
-            _mount(f"/proc/self/fd/{handle}", target, None, MS_BIND | MS_REC)
-        for link, points_to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                                ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
-            os.symlink(points_to, f"/dev/{link}")
-        os.mkdir("/dev/shm")
+        try:
+            _fill_dev(handles)
+        except OSError:  # half a /dev is worse than the host's: back to it, and the record says so
+            _libc.umount2(b"/dev", MNT_DETACH)
+            return False
         return True
     finally:
         for handle in handles.values():
             os.close(handle)
 
 
-def _become_unprivileged(writable: list[str]) -> str:
+def _fill_dev(handles: dict[str, int]) -> None:
+    for name, handle in handles.items():
+        target = f"/dev/{name}"
+        if os.path.isdir(f"/proc/self/fd/{handle}"):
+            os.mkdir(target)
+        else:
+            open(target, "w").close()
+        if not _mount(f"/proc/self/fd/{handle}", target, None, MS_BIND | MS_REC):
+            raise OSError(f"{target} could not be bound")
+    for link, points_to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                            ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(points_to, f"/dev/{link}")
+    os.mkdir("/dev/shm")
+
+
+def _become_unprivileged(writable: list[str]) -> None:
     """Hand the writable folders (and what the parent put in them) to `JAIL_UID` and become it, keeping the GPU
-    nodes' groups (a node may be group-readable only). Returns how it went, for the process's own record."""
-    if os.geteuid() != 0:
-        return f"uid {os.geteuid()} (not root: nothing to drop)"
-    if _test_switch_off("jail_uid"):
-        return "root (test switch)"
+    nodes' groups (a node may be group-readable only). Not root: it is unprivileged already. The `user` fact
+    records what held."""
+    if os.geteuid() != 0 or _test_switch_off("jail_uid"):
+        return
     for folder in writable:
         for root, folders, files in os.walk(folder):
             for name in [root] + [os.path.join(root, f) for f in folders + files]:
@@ -178,7 +186,6 @@ def _become_unprivileged(writable: list[str]) -> str:
     os.setgid(JAIL_GID)
     os.setuid(JAIL_UID)
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as an exec would leave it: the parent reads its memory either way
-    return f"uid {JAIL_UID}"
 
 
 def _drop_bounding_set() -> None:
