@@ -21,13 +21,13 @@ from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
 from harness.execution.profile import kernels_of
-from harness.records import Evaluation, Unjudged
+from harness.records import Evaluation, Unjudged, Verdict
 from kernelbench.problem import Problem
 from rewards import select_exemplars
 
 Progress = Callable[[str], None]
 T = TypeVar("T")
-_REPAIRABLE = ("compile_error", "runtime_error")  # failures a direct fix with the error in hand can address
+_REPAIRABLE = (Verdict.COMPILE_ERROR, Verdict.RUNTIME_ERROR)  # failures a direct fix with the error in hand can address
 
 
 class _Failing(Exception):
@@ -187,7 +187,7 @@ class Optimizer:
     def _advise(self, round_: int, focus: Attempt) -> JudgeAdvice | UnusableAdvice | None:
         """The judge's advice on `focus`. No judge for a reply that held no kernel: the coder reads why in its
         previous attempt."""
-        if focus.verdict == Unjudged.UNPARSEABLE:
+        if focus.verdict is Unjudged.UNPARSEABLE:
             return None
         messages = judge_messages(self.problem, self.config.device, focus, self.recorder.hardware_description(),
                                   self._context())
@@ -242,11 +242,11 @@ class Optimizer:
     def _candidate(reply: str | None) -> str | Attempt:
         """The kernel file in a coder's reply, or the attempt that says why there is none."""
         if reply is None:
-            return Attempt(source="", verdict=Unjudged.LLM_ERROR.value, reasons=["the coder call failed (see the transcript)"])
+            return Attempt(source="", verdict=Unjudged.LLM_ERROR, reasons=["the coder call failed (see the transcript)"])
         try:
             return extract_candidate(reply)
         except ParseError as exc:
-            return Attempt(source=reply[-2000:], verdict=Unjudged.UNPARSEABLE.value, reasons=[str(exc)])
+            return Attempt(source=reply[-2000:], verdict=Unjudged.UNPARSEABLE, reasons=[str(exc)])
 
     def _evaluate_round(self, round_: int, sources: list[str | Attempt], slot: int = 0,
                         repair: int = 0) -> list[Outcome]:
@@ -325,7 +325,7 @@ def _concurrently(call: Callable[[int], T], items: list[int]) -> list[T]:
 
 def _attempt(source: str, evaluation: Evaluation) -> Attempt:
     builds = evaluation.build.get("builds", [])
-    return Attempt(source, evaluation.verdict.value, evaluation.reasons, evaluation.speedup, evaluation.ref_ms,
+    return Attempt(source, evaluation.verdict, evaluation.reasons, evaluation.speedup, evaluation.ref_ms,
                    evaluation.candidate_ms, resources=[k for b in builds for k in b.get("resources", [])],
                    roofline=evaluation.roofline, sass=[b["sass"] for b in builds if b.get("sass")],
                    profile=evaluation.metrics)
@@ -337,7 +337,7 @@ def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
     failure that has code to look at (after its repairs, the latest kernel and error)."""
     if best is not None:
         return best.attempt
-    failures = [o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR and o.attempt.source]
+    failures = [o for o in outcomes if o.attempt.verdict is not Unjudged.LLM_ERROR and o.attempt.source]
     return min(failures, key=lambda o: (o.slot, -o.repair)).attempt if failures else None
 
 
@@ -347,12 +347,12 @@ def _others(outcomes: list[Outcome], focus: Attempt | None, limit: int = 6) -> l
     lines = []
     for outcome in outcomes:
         attempt = outcome.attempt
-        if attempt is focus or attempt.verdict == Unjudged.LLM_ERROR:
+        if attempt is focus or attempt.verdict is Unjudged.LLM_ERROR:
             continue
         name = f"candidate {outcome.slot + 1}" + (f", fix {outcome.repair}" if outcome.repair else "")
         result = f"accepted, {attempt.speedup:.2f}x" if attempt.speedup is not None else attempt.verdict
         why = f": {quoted_inline(headline(attempt.reasons[0], attempt.source, 200))}" if attempt.reasons and \
-            attempt.verdict != "accepted" else ""
+            not attempt.accepted else ""
         lines.append(f"{name}: {result}{why}")
     return lines[:limit]
 
@@ -373,7 +373,7 @@ def _history_line(round_: int, advice: JudgeAdvice | UnusableAdvice | None, outc
         got += " (the best so far)" if accepted is best else f" (best so far {best.attempt.speedup:.2f}x)" if best \
             else ""
     else:
-        failed = next((o for o in outcomes if o.attempt.verdict != Unjudged.LLM_ERROR), None)
+        failed = next((o for o in outcomes if o.attempt.verdict is not Unjudged.LLM_ERROR), None)
         got = "got no kernel (the coder calls failed)" if failed is None else \
             f"got {failed.attempt.verdict}" + (
                 f": {quoted_inline(headline(failed.attempt.reasons[0], failed.attempt.source, 160))}"
@@ -389,15 +389,15 @@ def _clip(text: str, limit: int) -> str:
 def _no_kernel_message(outcomes: list[Outcome]) -> str:
     """Why a run that never evaluated anything has no kernel: how many replies held no file, how many calls
     failed."""
-    unparseable = sum(o.attempt.verdict == Unjudged.UNPARSEABLE for o in outcomes)
-    failed = sum(o.attempt.verdict == Unjudged.LLM_ERROR for o in outcomes)
+    unparseable = sum(o.attempt.verdict is Unjudged.UNPARSEABLE for o in outcomes)
+    failed = sum(o.attempt.verdict is Unjudged.LLM_ERROR for o in outcomes)
     return (f"the model produced no kernel to evaluate: {unparseable} of {len(outcomes)} replies had no complete "
             f"```python block defining ModelNew (a refusal or a cut-off reply), {failed} call(s) failed; see the "
             "transcript")
 
 
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:
-    accepted = [o for o in outcomes if o.attempt.verdict == "accepted" and o.attempt.speedup is not None]
+    accepted = [o for o in outcomes if o.attempt.accepted and o.attempt.speedup is not None]
     return max(accepted, key=lambda o: o.attempt.speedup) if accepted else None
 
 

@@ -13,6 +13,7 @@ from agent.parse import JudgeAdvice, UnusableAdvice
 from harness.feedback.failure_digest import digest_reason
 from harness.feedback.ncu import render_for_judge
 from harness.policy import EvalPolicy
+from harness.records import Outcome, Verdict, outcome
 from kernelbench.problem import Problem
 
 _REASON_BUDGETS = (3000, 800)  # characters: the first reason (the verdict's cause), each later one
@@ -43,7 +44,7 @@ class Attempt:
     """One evaluated candidate, as the prompts show it."""
 
     source: str
-    verdict: str
+    verdict: Outcome
     reasons: list[str] = field(default_factory=list)
     speedup: float | None = None
     ref_ms: float | None = None
@@ -52,6 +53,13 @@ class Attempt:
     roofline: dict[str, Any] = field(default_factory=dict)
     sass: list[dict[str, Any]] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.verdict = outcome(self.verdict)
+
+    @property
+    def accepted(self) -> bool:
+        return self.verdict is Verdict.ACCEPTED
 
     def summary(self) -> str:
         lines = [f"verdict: {self.verdict}"]
@@ -125,7 +133,7 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
         parts.append("Earlier accepted kernels for this problem, slowest first. Before writing yours, explain in "
                      f"a few sentences why the faster ones are faster.\n\n{shown}")
     if previous is not None:
-        label = "The best kernel so far" if previous.verdict == "accepted" else "Your previous attempt"
+        label = "The best kernel so far" if previous.accepted else "Your previous attempt"
         parts.append(f"{label}:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
     parts += context.notes()
     if isinstance(advice, UnusableAdvice):
@@ -139,7 +147,7 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
 
 def repair_messages(problem: Problem, device: str, failed: Attempt, context: RunContext | None = None) -> list[Message]:
     """A direct fix: the kernel that failed to build or run, its error, and the request to fix only that."""
-    what = "did not build" if failed.verdict == "compile_error" else "failed while running"
+    what = "did not build" if failed.verdict is Verdict.COMPILE_ERROR else "failed while running"
     parts = [*_task(problem, device, context or RunContext()),
              f"Your kernel {what}:\n```python\n{failed.source.strip()}\n```\n{failed.summary()}",
              "Fix the error above and reply with the whole corrected file. Keep the approach; change what the error "
@@ -157,7 +165,7 @@ _FULL_FORM = (" If the stable ABI lacks what the kernel needs, you may switch th
 def _light_build_failure(failed: Attempt) -> bool:
     """A light-form file (stable ABI, no implicit headers) that did not build: the full form is the way out
     when the model needs an API the stable headers lack."""
-    return failed.verdict == "compile_error" and "no_implicit_headers=True" in failed.source.replace(" ", "")
+    return failed.verdict is Verdict.COMPILE_ERROR and "no_implicit_headers=True" in failed.source.replace(" ", "")
 
 
 def _others_text(others: list[str]) -> str:
@@ -172,7 +180,7 @@ def _history_text(history: list[str], last: int = 8) -> str:
 def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str,
                    context: RunContext | None = None) -> list[Message]:
     mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
-            if attempt.verdict != "accepted" else
+            if not attempt.accepted else
             "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
     context = context or RunContext()
     parts = [f"Problem:\n```python\n{problem.source.strip()}\n```",

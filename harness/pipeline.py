@@ -1,12 +1,15 @@
-"""`evaluate()`: judge one candidate against one problem on one device. The parent decides everything."""
+"""`evaluate()`: judge one candidate against one problem on one device. The parent decides everything.
+
+The pipeline gathers what happened into `Facts` (harness/decision/facts.py): the static report, the reference,
+the candidate's process, its trials, the knock-out, the census, the canaries and the timed calls; the gates in
+harness/decision/gates.py decide the verdict from them. The conversation with the child asks the correctness
+gates whether to go on, so nothing is timed that is already decided."""
 
 from __future__ import annotations
 
 import hashlib
-import math
 import random
 import secrets
-import statistics
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -16,8 +19,10 @@ from typing import Any, Callable, Iterator
 from harness.child import job as J
 from harness.child.child_run import build_service, forkable, limits_for
 from harness.child.scratch import read_result, save_inputs, scratch_folder, scratch_full
-from harness.child.verdicts import child_failure, integrity_failures, read_events
-from harness.defences import is_off
+from harness.child.verdicts import log_tail, read_events
+from harness.decision.facts import ChildFacts, Comparison, Facts
+from harness.decision.gates import CORRECTNESS, child_ended, decide, timing_samples
+from harness.decision.timing_reading import read_timing, timing_record
 from harness.device import resolve_device
 from harness.feedback.nvml import telemetry_flags
 from harness.feedback.roofline import roofline
@@ -27,17 +32,13 @@ from harness.isolation.session import ChildSession, ChildStopped
 from harness.isolation.shared_slots import SharedSlots
 from harness.isolation.timing_slot import checking_slot, timing_slot
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
-from harness.measurement.frozen_trials import CheckedTrials, cache_finding, run_trials
+from harness.measurement.frozen_trials import run_trials
 from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
-from harness.measurement.timed_checks import PROBE_POSITIONS
-from harness.measurement.noise import noise_reasons, significant, spread, widened
-from harness.measurement.timing import believed_samples, speedup_interval, summarize
 from harness.policy import EvalPolicy
-from harness.records import Evaluation, Verdict
+from harness.records import Evaluation, Finding, Verdict, rendered
 from harness.verification.canaries import passing_canaries
 from harness.verification.compare import compare_trial
 from harness.verification.reference import ReferenceRun, run_reference
-from harness.verification.source_scan import scan_built_sources
 from harness.verification.static_check import check_candidate
 from kernelbench.problem import Problem, ProblemError
 
@@ -71,23 +72,24 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
     evaluation = _new_evaluation(problem, candidate_source, device, policy)
     static = check_candidate(candidate_source, policy)
     evaluation.phase_seconds["static"] = time.perf_counter() - started
-    evaluation.reasons.extend(static.notes)
-    if static.verdict:
-        evaluation.verdict = Verdict(static.verdict)
-        evaluation.reasons = static.errors + evaluation.reasons
-    else:
-        _run_isolated(evaluation, problem, candidate_source, device, policy, say)
-        if evaluation.accepted and _implausible(evaluation, policy):
-            evaluation = _remeasure(evaluation, problem, candidate_source, device, policy, say)
-            if evaluation.accepted and _beats_physics(evaluation):
-                evaluation.reasons.insert(0, f"[physics] {evaluation.candidate_ms:.4f} ms is under half the "
-                                          f"roofline floor ({evaluation.roofline['floor_ms']:.4f} ms) even when "
-                                          "re-measured: check the device's peak rates or the kernel's timing")
+    facts = _static_facts(device, static.verdict, static.findings)
+    if static.verdict is None:
+        _run_isolated(evaluation, facts, problem, candidate_source, policy, say)
+    _conclude(evaluation, facts, problem, policy)
+    if evaluation.accepted and _implausible(evaluation, policy):
+        evaluation = _remeasure(evaluation, facts, problem, candidate_source, policy, say)
+        if evaluation.accepted and _beats_physics(evaluation):
+            evaluation.findings.append(Finding(
+                "physics", f"{evaluation.candidate_ms:.4f} ms is under half the roofline floor "
+                f"({evaluation.roofline['floor_ms']:.4f} ms) even when re-measured: check the device's peak rates or "
+                "the kernel's timing", fatal=False, lead=True))
+    evaluation.reasons = rendered(evaluation.findings)
     evaluation.phase_seconds["total"] = time.perf_counter() - started
     return evaluation
 
 
-_STATIC_NOTES = {"[torch-compute", "[library-compute", "[precision", "[problem-override", "[global-state"}
+def _static_facts(device: str, verdict: Verdict | None, findings: list[Finding]) -> Facts:
+    return Facts(device, static_verdict=verdict, static_findings=findings, notes=[f for f in findings if not f.fatal])
 
 
 def _beats_physics(evaluation: Evaluation) -> bool:
@@ -100,19 +102,44 @@ def _implausible(evaluation: Evaluation, policy: EvalPolicy) -> bool:
     return (evaluation.speedup or 0.0) > policy.implausible_speedup or _beats_physics(evaluation)
 
 
-def _remeasure(first: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
+def _remeasure(first: Evaluation, first_facts: Facts, problem: Problem, source: str, policy: EvalPolicy,
                say: Progress) -> Evaluation:
     say(f"speedup {first.speedup:.1f}x is implausible: re-measuring in a fresh process")
-    second = _new_evaluation(problem, source, device, policy)
-    second.reasons.extend(r for r in first.reasons if r.split("]")[0] in _STATIC_NOTES)
-    _run_isolated(second, problem, source, device, policy, say)
-    second.reasons.append(f"[re-measured] first measurement {first.speedup:.2f}x was above "
-                          f"{policy.implausible_speedup:g}x; this is a second, fresh-process measurement")
+    second = _new_evaluation(problem, source, first.device, policy)
+    facts = _static_facts(first.device, None, first_facts.static_findings)
+    _run_isolated(second, facts, problem, source, policy, say)
+    _conclude(second, facts, problem, policy)
+    second.findings.append(Finding("re-measured", f"first measurement {first.speedup:.2f}x was above "
+                                   f"{policy.implausible_speedup:g}x; this is a second, fresh-process measurement",
+                                   fatal=False))
     if second.accepted and first.speedup and second.speedup:
         second.speedup = min(first.speedup, second.speedup)  # report the less flattering of the two
     for name, seconds in first.phase_seconds.items():
         second.phase_seconds[f"first_{name}"] = seconds
     return second
+
+
+def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: EvalPolicy) -> None:
+    """The gates decide; the measurements they let through are recorded."""
+    decision = decide(facts, policy, notes=facts.notes)
+    evaluation.verdict, evaluation.findings = decision.verdict, decision.findings
+    if facts.comparisons is not None and decision.decided_by is not child_ended:
+        evaluation.trials = [c.trial for c in facts.comparisons]
+    if facts.census and facts.census["ops"]:
+        evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": facts.census["share"]}
+    if facts.timed is None:
+        return
+    evaluation.isolation["protocol"] = "parent-driven" if facts.timed.parent_reads else "child-staged"
+    reading = read_timing(facts.timed) if not facts.timed.failures else None
+    if reading is not None and decision.passed(timing_samples):
+        evaluation.ref_timing, evaluation.candidate_timing = reading.ref_stats, reading.candidate_stats
+        evaluation.speedup, evaluation.speedup_ci = reading.speedup, reading.interval
+        evaluation.noise_floor, evaluation.speedup_significant = reading.noise_floor, reading.significant
+        evaluation.isolation["precision"] = reading.precision
+        evaluation.isolation["timing"] = timing_record(facts.timed, reading)
+    if evaluation.accepted:
+        evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
+                                       evaluation.candidate_ms)
 
 
 def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
@@ -130,42 +157,35 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
         evaluation.device_info = result.device_info
         if result.telemetry:
             evaluation.device_info["nvml"] = result.telemetry
-            evaluation.reasons.extend(telemetry_flags(result.telemetry.get("before", {}),
-                                                      result.telemetry.get("after", {})))
         evaluation.build["threads"] = result.threads
         evaluation.build["kernel_calls"] = result.kernel_calls
     return events
 
 
 class _Run:
-    """What happened in one isolated run, for `_decide`."""
+    """The conversation's own state: the other processes, the slots, where the parent is driving."""
 
     def __init__(self) -> None:
-        self.failure: dict[str, Any] | None = None  # the child's own failure report
-        self.stopped: str | None = None
-        self.timed: TimedRun | None = None
-        self.knockout = False
         self.canaries: Future[list[str]] | None = None
-        self.canary_notes: list[str] = []  # what the canaries could not check (`[ablation]`)
-        self.census: dict[str, Any] | None = None  # PyTorch compute forward ran outside the kernels (child/census.py)
         self.ref_session: ChildSession | None = None
         self.ref_copy: ChildSession | None = None  # a second reference process: the A/A noise floor
         self.checked_side: FrozenSide | None = None  # the candidate's slots, where the parent drove the trials
         self.phase: str | None = None  # "correctness" while the parent drives the trials
-        self.checked: CheckedTrials | None = None  # what the parent-driven trials saw
+        self.failure: dict[str, Any] | None = None  # the child's own failure report
+        self.stopped: str | None = None
 
-    def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy) -> None:
+    def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy, notes: list[str]) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
-        self.canaries = _BACKGROUND.submit(passing_canaries, reference, policy, self.canary_notes)
+        self.canaries = _BACKGROUND.submit(passing_canaries, reference, policy, notes)
 
-    @property
-    def degenerate(self) -> list[str]:
-        """The canaries that pass every trial (waits for their check)."""
-        return self.canaries.result() if self.canaries is not None else []
+    def degenerate(self) -> list[str] | None:
+        """The canaries that pass every trial (waits for their check); None where they were not checked."""
+        return self.canaries.result() if self.canaries is not None else None
 
 
-def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
+def _run_isolated(evaluation: Evaluation, facts: Facts, problem: Problem, source: str, policy: EvalPolicy,
                   say: Progress) -> None:
+    device = facts.device
     job = J.ChildJob(mode="evaluate", device=device, policy=policy,  # a pool seed only where the children stage
                      pool_seed=None if parent_driven(device) else secrets.randbits(31))
     builds = build_service(device, policy)
@@ -173,9 +193,9 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
     with scratch_folder(problem, source, job) as scratch, ExitStack() as stack:
         reference = None
         if device != "cuda-compile-only":
-            reference = _reference(evaluation, problem, device, policy, job, scratch, say)
+            reference = facts.reference = _reference(evaluation, facts, problem, policy, job, scratch, say)
             if policy.hardening:
-                run.check_canaries(reference, policy)
+                run.check_canaries(reference, policy, facts.canary_notes)
         if reference is not None and not policy.skip_timing:
             # started now, so its interpreter starts while the candidate builds and runs
             run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
@@ -185,18 +205,43 @@ def _run_isolated(evaluation: Evaluation, problem: Problem, source: str, device:
         session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds,
                                forkable=forkable(device), shared=_shared_slots(stack, reference, job, policy))
         try:
-            _converse(evaluation, session, run, problem, reference, policy, job, scratch, say)
+            _converse(facts, session, run, reference, policy, job, scratch, say, evaluation.phase_seconds)
         except ChildStopped as stop:
             run.stopped = str(stop)
         finally:
             outcome = session.close()
         evaluation.build = {"builds": [{k: v for k, v in b.items() if k != "source_text"} for b in builds.records]}
-        _decide(evaluation, problem, scratch, outcome, reference, policy, run, builds.records)
+        facts.builds = builds.records
+        _gather_child(evaluation, facts, scratch, outcome, run, policy)
         evaluation.isolation["scratch_quota_mb"] = policy.scratch_limit_mb if is_quota(scratch) else None
         limit = builds.limit_hit or scratch_full(scratch, job)
-        if limit:  # whatever the child made of its refused build or write, this is why
-            evaluation.verdict = Verdict.REJECTED
-            evaluation.reasons.insert(0, limit)
+        if limit:
+            facts.limit = Finding("", limit, verdict=Verdict.REJECTED)
+
+
+def _gather_child(evaluation: Evaluation, facts: Facts, scratch: Path, outcome: ChildOutcome, run: _Run,
+                  policy: EvalPolicy) -> None:
+    """How the candidate's process ended, what it reported, and the knock-out's output it left behind."""
+    result = read_result(scratch)
+    events = _record_child(evaluation, scratch, outcome, result)
+    facts.child = ChildFacts(outcome, result, events, log_tail(scratch) if result is None else "", run.stopped,
+                             run.failure, run.phase)
+    if result is not None and result.telemetry:
+        facts.notes += telemetry_flags(result.telemetry.get("before", {}), result.telemetry.get("after", {}))
+    if facts.knockout_matched is not None and (scratch / J.KNOCKOUT_FILE).exists() and facts.reference is not None:
+        facts.knockout_matched = _knocked_out_still_right(scratch / J.KNOCKOUT_FILE, facts.reference, policy)
+    if run.canaries is not None and decide(facts, policy, CORRECTNESS).verdict is Verdict.ACCEPTED:
+        facts.degenerate = run.degenerate()  # waits for the check, so its notes are complete
+
+
+def _knocked_out_still_right(path: Path, reference: ReferenceRun, policy: EvalPolicy) -> bool:
+    """Whether forward, with every function of the extension poisoned, still returned the right answer."""
+    try:
+        knocked = _load(path)
+    except Exception:  # a tampered file proves nothing either way; the other checks still run
+        return False
+    expected = reference.outputs[0] if reference.knockout_output is None else reference.knockout_output
+    return knocked is not None and compare_trial(reference.trial_seeds[0], expected, knocked, policy).passed
 
 
 @contextmanager
@@ -231,15 +276,15 @@ def _shared_slots(stack: ExitStack, reference: ReferenceRun | None, job: J.Child
     return shared
 
 
-def _reference(evaluation: Evaluation, problem: Problem, device: str, policy: EvalPolicy, job: J.ChildJob,
+def _reference(evaluation: Evaluation, facts: Facts, problem: Problem, policy: EvalPolicy, job: J.ChildJob,
                scratch: Path, say: Progress) -> ReferenceRun:
     say("computing reference outputs")
     started = time.perf_counter()
     seeds = [secrets.randbits(31) for _ in range(policy.trials)]
-    reference = run_reference(problem, device, job.init_seed, seeds, policy.cpu_threads,
+    reference = run_reference(problem, job.device, job.init_seed, seeds, policy.cpu_threads,
                               vary_distributions=policy.hardening)
     save_inputs(scratch, reference, parent_calls=_parent_calls(job, policy))
-    evaluation.reasons.extend(reference.notes)
+    facts.notes += reference.notes
     evaluation.phase_seconds["reference"] = time.perf_counter() - started
     return reference
 
@@ -251,43 +296,42 @@ def _failed(reply: dict[str, Any], run: _Run) -> bool:
     return False
 
 
-def _converse(evaluation: Evaluation, session: ChildSession, run: _Run, problem: Problem,
-              reference: ReferenceRun | None, policy: EvalPolicy, job: J.ChildJob, scratch: Path,
-              say: Progress) -> None:
-    """load -> correctness -> knock-out -> timing (against the reference's own child) -> finish."""
+def _converse(facts: Facts, session: ChildSession, run: _Run, reference: ReferenceRun | None, policy: EvalPolicy,
+              job: J.ChildJob, scratch: Path, say: Progress, phase_seconds: dict[str, float]) -> None:
+    """load -> correctness -> knock-out -> census -> timing (against the reference's own child) -> finish. Each
+    step after correctness runs only while the correctness gates pass: nothing is timed that is decided."""
     if _failed(session.request({"cmd": "load"}), run):
         return
     if reference is None:  # compile-only: nothing runs
         _failed(session.request({"cmd": "finish"}), run)
         return
     if session.shared is not None:  # the parent drives every call (harness/measurement/frozen_trials.py)
-        outputs = _checked_trials(evaluation, session, run, reference)
+        outputs = _checked_trials(facts, session, run, reference, phase_seconds)
     else:  # CUDA, or no freezer here: the child runs the trials and saves their outputs
-        outputs = None if _failed(session.request({"cmd": "correctness"}), run) else _saved_outputs(evaluation, scratch)
+        outputs = None if _failed(session.request({"cmd": "correctness"}), run) else _saved_outputs(facts, scratch)
     if run.failure:
         return
-    if outputs is not None:  # None: a verdict already (unreadable outputs, a broken protocol)
-        _judge_outputs(evaluation, outputs, reference, policy)
-    if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.knockout:
-        run.knockout = not _failed(session.request(_knockout_command(session, run, reference)), run)
-    if evaluation.verdict is Verdict.ACCEPTED and policy.hardening and policy.static_policy != "off" \
-            and not run.failure:
+    if outputs is not None:  # None: unreadable outputs or a broken protocol, in the facts already
+        _compare_outputs(facts, outputs, reference, policy)
+    if decide(facts, policy, CORRECTNESS).verdict is not Verdict.ACCEPTED:
+        _failed(session.request({"cmd": "finish"}), run)
+        return
+    if policy.hardening and policy.knockout:
+        knocked = not _failed(session.request(_knockout_command(session, run, reference)), run)
+        facts.knockout_matched = False if knocked else None  # compared once the child is done (its file)
+    if policy.hardening and policy.static_policy != "off" and not run.failure:
         reply = session.request(_slot_command("census", session, run, reference.trial_inputs[0]))
-        run.census = None if _failed(reply, run) else _valid_census(reply.get("census"))
-    if evaluation.verdict is Verdict.ACCEPTED and run.ref_session is not None and not run.failure \
-            and not run.degenerate:  # a degenerate problem's speedup would mean nothing
-        say("timing reference and candidate, each in its own process")
+        facts.census = None if _failed(reply, run) else _valid_census(reply.get("census"))
+    if run.ref_session is not None and not run.failure and not run.degenerate():  # a degenerate problem's speedup
+        say("timing reference and candidate, each in its own process")  # would mean nothing
         try:
-            run.timed = _time_both(session, run.ref_session, reference, policy, job, scratch, run.checked_side,
-                                   run.ref_copy)
-            evaluation.phase_seconds["timing_wait"] = run.timed.slot_wait_s
+            facts.timed = _time_both(session, run.ref_session, reference, policy, job, scratch, run.checked_side,
+                                     run.ref_copy)
+            phase_seconds["timing_wait"] = facts.timed.slot_wait_s
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
     if not run.failure:
         _failed(session.request({"cmd": "finish"}), run)
-
-
-NEGLIGIBLE_SHARE = 0.05  # the candidate's kernels' part of the compute time under which the speedup is PyTorch's
 
 
 def _slot_command(name: str, session: ChildSession, run: _Run, inputs: list[Any]) -> dict[str, Any]:
@@ -312,41 +356,20 @@ def _valid_census(found: Any) -> dict[str, Any] | None:
     return {"ops": ops, "share": own / (own + library) if timed else None}
 
 
-def _runtime_compute(evaluation: Evaluation, census: dict[str, Any] | None, policy: EvalPolicy) -> bool:
-    """PyTorch compute that forward ran outside the candidate's kernels, however it was reached: strict rejects
-    it; default says it (with the kernels' share of the compute time, on the CPU). True when rejected."""
-    if not census or not census["ops"]:
-        return False
-    ops = ", ".join(f"{name} x{count}" for name, count in sorted(census["ops"].items()))
-    share = census["share"]
-    evaluation.isolation["runtime_compute"] = {"ops": census["ops"], "kernel_share": share}
-    said = (f"[runtime-compute] forward ran PyTorch's own compute outside the candidate's kernels ({ops})"
-            + (f"; the candidate's kernels did {share:.0%} of the compute time" if share is not None else ""))
-    if policy.static_policy == "strict":
-        evaluation.verdict = Verdict.REJECTED
-        evaluation.reasons.insert(0, said + ": strict requires all of forward's compute in the candidate's kernels")
-        return True
-    if share is not None and share < NEGLIGIBLE_SHARE:
-        said += ": the speedup measured is PyTorch's, not the kernel's"
-    evaluation.reasons.append(said)
-    return False
-
-
-
 def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> dict[str, Any]:
     """Where the parent made the trials, it writes the knock-out's inputs into input slot 0 too (frozen): they
     were never in the candidate's folder."""
     return _slot_command("knockout", session, run, reference.knockout_inputs or reference.trial_inputs[0])
 
 
-def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run,
-                    reference: ReferenceRun) -> list[Any] | None:
+def _checked_trials(facts: Facts, session: ChildSession, run: _Run, reference: ReferenceRun,
+                    phase_seconds: dict[str, float]) -> list[Any] | None:
     """The trials through the candidate's input slots, as every timed call is made; None when its process failed
-    (the failure is in `run`) or broke the protocol (a verdict already)."""
+    (the failure is in `run`) or broke the protocol (in the facts)."""
     started, run.phase = time.perf_counter(), "correctness"
     run.checked_side = FrozenSide(session, False, output_bound(reference.outputs[0]))
     try:
-        with checking_slot(evaluation.device):
+        with checking_slot(facts.device):
             run.checked_side.prepare(slot_count(reference.trial_inputs[0]))
             checked = run_trials(run.checked_side, reference.trial_inputs, random.Random(secrets.randbits(31)),
                                  reference.mutates_inputs)
@@ -354,22 +377,20 @@ def _checked_trials(evaluation: Evaluation, session: ChildSession, run: _Run,
         if exc.reply is not None:
             run.failure = exc.reply
         else:
-            evaluation.verdict = Verdict.REJECTED
-            evaluation.reasons.insert(0, f"[timing] the candidate's process broke the call protocol: {exc}")
+            facts.protocol_broken = str(exc)
         return None
     finally:
         session.thaw()
-        evaluation.phase_seconds["correctness"] = time.perf_counter() - started
-    run.phase, run.checked = None, checked
+        phase_seconds["correctness"] = time.perf_counter() - started
+    run.phase, facts.checked = None, checked
     return checked.outputs
 
 
-def _saved_outputs(evaluation: Evaluation, scratch: Path) -> list[Any] | None:
+def _saved_outputs(facts: Facts, scratch: Path) -> list[Any] | None:
     try:
         return _load(scratch / J.OUTPUTS_FILE)
     except Exception as exc:  # a missing or tampered file: the candidate's problem, never the caller's
-        evaluation.verdict = Verdict.CRASH
-        evaluation.reasons.insert(0, f"the candidate's outputs could not be read back: {type(exc).__name__}")
+        facts.unreadable = type(exc).__name__
         return None
 
 
@@ -412,193 +433,24 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
         raise
 
 
-def _decide(evaluation: Evaluation, problem: Problem, scratch: Path, outcome: ChildOutcome,
-            reference: ReferenceRun | None, policy: EvalPolicy, run: _Run, builds: list[dict[str, Any]]) -> None:
-    result = read_result(scratch)
-    events = _record_child(evaluation, scratch, outcome, result)
-    failure = child_failure(outcome, result, events, scratch, policy, run.phase)
-    if failure and (run.stopped or run.failure or result is None):
-        evaluation.verdict, reasons = failure
-        evaluation.reasons = reasons + [r for r in evaluation.reasons if not r.startswith("[correctness]")]
-        evaluation.trials = []
-        return
-    assert result is not None
-    if _rejected_after_build(evaluation, builds, policy):
-        return
-    if result.status == "compiled" and not any(b.get("cuda") for b in builds):
-        evaluation.verdict = Verdict.REJECTED
-        evaluation.reasons.insert(0, "compile-only CUDA device: the candidate built no CUDA sources")
-        return
-    if result.status == "compiled":
-        evaluation.verdict = Verdict.COMPILED
-        evaluation.reasons.append("compile-only CUDA device: the kernel and its host binding compiled; "
-                                  "correctness and speed need a GPU")
-        evaluation.reasons.extend(f"not checked: {b['skipped']}" for b in builds if b.get("skipped"))
-        return
-    assert reference is not None
-    checked = run.checked.findings if run.checked is not None and policy.hardening else []
-    decisive = checked + integrity_failures(result, reference, policy) + _kernel_use(evaluation, scratch, reference, policy,
-                                                                          result, run)
-    if decisive:
-        evaluation.verdict = Verdict.REJECTED
-        evaluation.reasons[:0] = decisive
-        return
-    if evaluation.verdict is not Verdict.ACCEPTED or _runtime_compute(evaluation, run.census, policy):
-        return
-    degenerate = run.degenerate  # waits for the check, so its notes are complete
-    evaluation.reasons.extend(run.canary_notes)
-    if degenerate:
-        evaluation.verdict = Verdict.DEGENERATE
-        evaluation.reasons.insert(0, f"[degenerate-problem] correct, but trivial answers pass every trial of this "
-                                  f"problem too ({'; '.join(run.degenerate)}): correctness here proves nothing, so "
-                                  "no speedup is reported")
-        return
-    if run.timed is not None and run.checked is not None and policy.hardening and run.timed.kernel_calls:
-        cached = cache_finding(run.checked, run.timed.kernel_calls, run.timed.candidate_calls)
-        if cached and policy.static_policy == "strict":
-            evaluation.verdict = Verdict.REJECTED
-            evaluation.reasons.insert(0, cached)
-            return
-        evaluation.reasons += [cached] if cached else []
-    if run.timed is not None:
-        _judge_timing(evaluation, run.timed, policy)
-        _state_the_protocol(evaluation, run.timed, policy)
-        if evaluation.accepted:
-            evaluation.roofline = roofline(problem, evaluation.device, evaluation.device_info, evaluation.ref_ms,
-                                           evaluation.candidate_ms)
-
-
-def _kernel_use(evaluation: Evaluation, scratch: Path, reference: ReferenceRun, policy: EvalPolicy,
-                result: J.ChildResult, run: _Run) -> list[str]:
-    """Ghost kernels: forward must depend on the candidate's kernel where it is checked and where it is timed."""
-    if not policy.hardening or evaluation.verdict is not Verdict.ACCEPTED:
-        return []
-    calls = result.kernel_calls
-    findings = []
-    timed = run.timed.kernel_calls if run.timed and run.timed.kernel_calls is not None else calls.get("timed")
-    if calls.get("wrapped_functions") and run.timed and run.timed.candidate_ms and not timed:
-        findings.append("[ghost-kernel] the candidate's kernel functions were never called during the timed calls: "
-                        "what was timed is some other code path")
-    if run.knockout and (scratch / J.KNOCKOUT_FILE).exists():
-        knocked = _load(scratch / J.KNOCKOUT_FILE)
-        expected = reference.outputs[0] if reference.knockout_output is None else reference.knockout_output
-        if knocked is not None and compare_trial(reference.trial_seeds[0], expected, knocked, policy).passed:
-            findings.append("[ghost-kernel] with every function of the candidate's extension poisoned, forward() "
-                            "still returned the right answer: the kernel does not compute the measured output")
-    return findings
-
-
-def _rejected_after_build(evaluation: Evaluation, builds: list[dict[str, Any]], policy: EvalPolicy) -> bool:
-    if policy.require_custom_kernel and not [b for b in builds if b.get("binary")]:
-        evaluation.verdict = Verdict.REJECTED
-        evaluation.reasons.insert(0, "[no-kernel] no custom kernel was built while importing the candidate")
-        return True
-    if policy.static_policy == "off":
-        return False
-    findings = scan_built_sources(builds, strict=policy.static_policy == "strict")
-    fatal = [f.render() + " (in the sources actually compiled)" for f in findings if f.fatal]
-    if fatal:
-        evaluation.verdict = Verdict.REJECTED
-        evaluation.reasons[:0] = fatal
-        return True
-    return False
-
-
 def _load(path: Path) -> Any:
     import torch
 
     return torch.load(path, weights_only=True)
 
 
-def _judge_outputs(evaluation: Evaluation, outputs: Any, reference: ReferenceRun, policy: EvalPolicy) -> None:
-    if not isinstance(outputs, list) or len(outputs) != len(reference.outputs):
-        evaluation.verdict = Verdict.CRASH
-        evaluation.reasons.insert(0, "the candidate's process returned outputs for the wrong number of trials")
+def _compare_outputs(facts: Facts, outputs: Any, reference: ReferenceRun, policy: EvalPolicy) -> None:
+    """Every call of every trial against the reference's output; the worst call of each trial is kept."""
+    if not isinstance(outputs, list):
+        facts.outputs_count = -1
         return
-    failures = []
+    facts.outputs_count = len(outputs)
+    if len(outputs) != len(reference.outputs):
+        return
+    facts.comparisons = []
     for index, (seed, expected, got) in enumerate(zip(reference.trial_seeds, reference.outputs, outputs)):
         calls = got if isinstance(got, list) and got else [got]
         results = [compare_trial(seed, expected, call, policy) for call in calls]
         trial = next((r for r in results if not r.passed), results[0])
         trial.distribution = reference.distributions[index]
-        evaluation.trials.append(trial)
-        if not trial.passed:
-            which = " (on a repeated call)" if results[0].passed and len(results) > 1 else ""
-            failures.append(f"[correctness] trial {index + 1} of {len(outputs)} ({trial.distribution} inputs)"
-                            f"{which}: {trial.message}")
-    evaluation.verdict = Verdict.INCORRECT if failures else Verdict.ACCEPTED
-    evaluation.reasons[:0] = failures
-
-
-def _judge_timing(evaluation: Evaluation, timed: TimedRun, policy: EvalPolicy) -> None:
-    if timed.failures:
-        evaluation.verdict = Verdict.INCORRECT if timed.failures[0].startswith("[timed-check]") else Verdict.REJECTED
-        evaluation.reasons[:0] = timed.failures
-        return
-    if not timed.ref_ms or len(timed.ref_ms) != len(timed.candidate_ms):
-        evaluation.verdict = Verdict.CRASH
-        evaluation.reasons.insert(0, "the timing phase reported no valid samples")
-        return
-    ref, candidate, doubt = believed_samples(timed.ref_ms, timed.candidate_ms, timed.ref_event_ms,
-                                             timed.candidate_event_ms)
-    if doubt:
-        evaluation.reasons.append(doubt)
-    evaluation.ref_timing = summarize(ref)
-    evaluation.candidate_timing = summarize(candidate)
-    evaluation.speedup = evaluation.ref_timing.median_ms / max(evaluation.candidate_timing.median_ms, 1e-9)
-    within = speedup_interval(ref, candidate)
-    evaluation.speedup_ci = within
-    _apply_noise_floor(evaluation, timed, ref, within)
-    catch = 1 - 0.99 ** timed.checked_calls
-    if policy.hardening and timed.checked_calls < policy.timed_checks:
-        evaluation.reasons.append(
-            f"[checks] only {timed.checked_calls} timed calls were checked, under the {policy.timed_checks} the "
-            f"policy asks for (they did not fit in 5x the timing budget): a kernel wrong on 1% of calls would be "
-            f"caught with probability {catch:.2f}, not {1 - 0.99 ** policy.timed_checks:.2f}; raise timing_budget_s "
-            "for more")
-    evaluation.isolation["timing"] = {
-        "clock": "CUDA events per call, backed by the parent's clock" if ref is timed.ref_event_ms else
-                 "parent perf_counter_ns around each batch; reference in its own process",
-        "clock_speedup": round(statistics.median(timed.ref_ms) / max(statistics.median(timed.candidate_ms), 1e-9), 4),
-        "parent_reads": timed.parent_reads,  # inputs written and outputs read by the parent, children frozen
-        "batch_size": timed.batch_size, "batches": len(ref), "calls_per_model": timed.total_calls,
-        "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,
-        "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,
-        "p_catch_1pct_cache_hits": round(catch, 3), "pilot_batches": timed.pilot_batches,
-        "pilot_half_width": None if timed.pilot_half_width is None else round(timed.pilot_half_width, 4),
-        "builds_frozen_while_timed": timed.frozen_builds, "held_output_checks": timed.held_checks,
-        "load": {"before": timed.load[0].as_dict(), "after": timed.load[1].as_dict()} if timed.load else None}
-
-
-CHILD_STAGED = ("[protocol] timed by the child-staged protocol{where}: the candidate's process made its own timed "
-                "inputs and answered its own probes, so this speedup is not protected against a candidate that patches "
-                "the harness code in its own process{verdict}")
-
-
-def _state_the_protocol(evaluation: Evaluation, timed: TimedRun, policy: EvalPolicy) -> None:
-    """No silently weaker path: a speedup the parent did not drive says so, and strict does not credit it."""
-    evaluation.isolation["protocol"] = "parent-driven" if timed.parent_reads else "child-staged"
-    if timed.parent_reads or not evaluation.accepted or is_off("protocol_statement"):
-        return
-    where = " (CUDA has no parent-driven path yet)" if evaluation.device == "cuda" else \
-        " (this machine lacks a writable cgroup freezer, a sealable shared file or reading a child's memory)"
-    strict = policy.static_policy == "strict"
-    evaluation.reasons.insert(0, CHILD_STAGED.format(where=where, verdict="; strict refuses it" if strict else ""))
-    if strict:
-        evaluation.verdict = Verdict.REJECTED
-
-
-def _apply_noise_floor(evaluation: Evaluation, timed: TimedRun, ref: list[float], within: tuple[float, float]) -> None:
-    """The A/A pair (where it ran) widens the interval and decides whether the speedup is one at all."""
-    copy = timed.copy_event_ms if ref is timed.ref_event_ms else timed.copy_ms
-    precision: dict[str, Any] = {"within_run_ci": [round(v, 4) for v in within]}
-    if len(copy) == len(ref) and copy:
-        aa_ratio = statistics.median(ref) / max(statistics.median(copy), 1e-9)
-        aa = speedup_interval(ref, copy)
-        evaluation.noise_floor = aa
-        evaluation.speedup_ci = widened(within, aa)
-        precision.update({"aa_ratio": round(aa_ratio, 4), "aa_ci": [round(v, 4) for v in aa],
-                          "between_process_spread": round(math.expm1(spread(aa)), 4)})
-        evaluation.reasons.extend(noise_reasons(aa_ratio, aa, timed.load))
-    evaluation.speedup_significant = significant(evaluation.speedup_ci)
-    evaluation.isolation["precision"] = precision
+        facts.comparisons.append(Comparison(trial, repeated=not trial.passed and results[0].passed and len(results) > 1))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     ACCEPTED = "accepted"
     INCORRECT = "incorrect"
     COMPILE_ERROR = "compile_error"
@@ -23,7 +24,7 @@ class Verdict(str, Enum):
     DEGENERATE = "degenerate"
 
 
-class Unjudged(str, Enum):
+class Unjudged(StrEnum):
     """Why a slot of a run or a problem of a sweep has no harness verdict. The other half of the one outcome
     vocabulary: an outcome is a Verdict or one of these, never a free-form string."""
 
@@ -34,6 +35,44 @@ class Unjudged(str, Enum):
 
 
 OUTCOMES = [v.value for v in Verdict] + [u.value for u in Unjudged]
+Outcome = Verdict | Unjudged
+
+
+def outcome(value: str) -> Outcome:
+    """The outcome a stored or reported value names; ValueError for anything outside the vocabulary."""
+    return Verdict(value) if value in Verdict._value2member_map_ else Unjudged(value)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing a check found: a stable tag (tests and the judge model key on it; empty for the few messages
+    that have none), a message for people and the judge model, and what it decides.
+
+    `fatal`: the static policy forbids it (static checks only); `verdict`: the verdict it decides, None for a
+    note; `lead`: a note important enough to be read before the others (a child-staged speedup, a physics doubt).
+    """
+
+    check: str
+    message: str
+    line: int | None = None
+    fatal: bool = True
+    verdict: Verdict | None = None
+    lead: bool = False
+
+    def render(self) -> str:
+        where = f" (line {self.line})" if self.line else ""
+        return f"[{self.check}] {self.message}{where}" if self.check else f"{self.message}{where}"
+
+    @property
+    def decides(self) -> bool:
+        return self.verdict is not None
+
+
+def rendered(findings: list[Finding]) -> list[str]:
+    """The reasons people and models read: what decided first, then lead notes, then the rest in order."""
+    deciding = [f for f in findings if f.decides]
+    lead = [f for f in findings if not f.decides and f.lead]
+    return [f.render() for f in deciding + lead + [f for f in findings if not f.decides and not f.lead]]
 
 
 class TrialResult(BaseModel):
@@ -60,7 +99,8 @@ class Evaluation(BaseModel):
     """The record of judging one candidate. Every field is decided in the parent process."""
 
     verdict: Verdict
-    reasons: list[str] = Field(default_factory=list)
+    reasons: list[str] = Field(default_factory=list)  # rendered from `findings` at the harness's edge
+    findings: list[Finding] = Field(default_factory=list)  # typed: what decided the verdict, and every note
     problem_name: str
     problem_fingerprint: str
     candidate_hash: str

@@ -9,7 +9,7 @@ from typing import Any
 from harness.child import job as J
 from harness.isolation.sandbox import ChildOutcome, signal_name
 from harness.policy import EvalPolicy
-from harness.records import Verdict
+from harness.records import Finding, Verdict
 
 _PHASE_WORDS = {"start": "starting up", "import": "importing/building the candidate",
                 "construct": "constructing ModelNew", "correctness": "running the correctness trials",
@@ -45,28 +45,35 @@ def log_tail(scratch: Path, chars: int = 3000) -> str:
 
 
 def child_failure(outcome: ChildOutcome, result: J.ChildResult | None, events: list[dict[str, Any]],
-                  scratch: Path, policy: EvalPolicy, phase: str | None = None) -> tuple[Verdict, list[str]] | None:
-    """The verdict when the child did not finish cleanly or reported a failure; None when it did finish.
-    `phase`: what the parent knows it was doing (the child's calls all look alike to the child itself)."""
+                  tail: str, policy: EvalPolicy, phase: str | None = None) -> list[Finding]:
+    """What decides when the child did not finish cleanly or reported a failure (the first finding carries the
+    verdict); empty when it did finish. `tail`: the end of its log; `phase`: what the parent knows it was doing
+    (the child's calls all look alike to the child itself)."""
     where = _PHASE_WORDS[phase] if phase in _PHASE_WORDS else _last_phase(events)
     if outcome.timed_out:
-        return Verdict.TIMEOUT, [f"timed out after {policy.timeout_s:g} s while {where}; the whole process tree "
-                                 "was killed"]
+        return [_decides(Verdict.TIMEOUT, f"timed out after {policy.timeout_s:g} s while {where}; the whole "
+                         "process tree was killed")]
     if outcome.memory_exceeded:
-        return Verdict.CRASH, [f"exceeded the memory limit of {policy.memory_limit_mb} MB while {where} "
-                               f"(peak {outcome.peak_rss_mb:.0f} MB); the process tree was killed"]
+        return [_decides(Verdict.CRASH, f"exceeded the memory limit of {policy.memory_limit_mb} MB while {where} "
+                         f"(peak {outcome.peak_rss_mb:.0f} MB); the process tree was killed")]
     if result is None:
-        tail = log_tail(scratch)
-        reason = f"the candidate's process died ({signal_name(outcome.returncode)}) while {where}"
-        return Verdict.CRASH, [reason] + ([f"last output:\n{tail}"] if tail else [])
+        died = _decides(Verdict.CRASH, f"the candidate's process died ({signal_name(outcome.returncode)}) while {where}")
+        return [died] + ([_decides(Verdict.CRASH, f"last output:\n{tail}")] if tail else [])
     status = result.status
     if status in _STATUS_VERDICTS:
-        return _STATUS_VERDICTS[status], [result.message.strip()]
+        return [_decides(_STATUS_VERDICTS[status], result.message.strip())]
     if status == "no_cuda_build":
-        return Verdict.REJECTED, ["compile-only CUDA device: the candidate built no CUDA sources"]
+        return [_decides(Verdict.REJECTED, NO_CUDA_SOURCES)]
     if status not in ("ok", "compiled"):
-        return Verdict.CRASH, [f"the candidate's process reported an unknown status {status!r}"]
-    return None
+        return [_decides(Verdict.CRASH, f"the candidate's process reported an unknown status {status!r}")]
+    return []
+
+
+NO_CUDA_SOURCES = "compile-only CUDA device: the candidate built no CUDA sources"
+
+
+def _decides(verdict: Verdict, message: str) -> Finding:
+    return Finding("", message, verdict=verdict)
 
 
 def _thread_findings(threads: dict[str, dict[str, int]]) -> list[str]:
@@ -88,11 +95,12 @@ def _thread_findings(threads: dict[str, dict[str, int]]) -> list[str]:
     return findings
 
 
-def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy) -> list[str]:
-    """Integrity violations observed in the child, as `[check] message` reasons."""
+def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy) -> list[Finding]:
+    """Integrity violations observed in the child (each rejects)."""
     if not policy.hardening:
         return []
     observed = list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads)
     if reference.mutates_inputs:  # the reference writes into its inputs too: not the candidate's trick
         observed = [o for o in observed if not o.startswith("mutation:")]
-    return [f"[{text.split(':', 1)[0]}] {text.split(':', 1)[1].strip()}" for text in observed]
+    return [Finding(text.split(":", 1)[0], text.split(":", 1)[1].strip(), verdict=Verdict.REJECTED)
+            for text in observed]

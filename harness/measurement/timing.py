@@ -6,7 +6,7 @@ import statistics
 import time
 from typing import Any, Callable
 
-from harness.records import TimingStats
+from harness.records import Finding, TimingStats
 
 _perf_counter_ns = time.perf_counter_ns  # bound at import, before candidate code runs
 
@@ -85,7 +85,7 @@ EVENT_EXCESS_MS = 0.05  # how much more wall time per call than event time the c
 
 
 def believed_samples(ref_clock: list[float], cand_clock: list[float], ref_events: list[float],
-                     cand_events: list[float]) -> tuple[list[float], list[float], str | None]:
+                     cand_events: list[float]) -> tuple[list[float], list[float], Finding | None]:
     """The per-call samples the speedup is computed from: CUDA events (precise: no launch, pipe or flush time)
     where the parent's own clock backs them, else the clock, with the reason. Each side's clock exceeds its events
     by what happens outside its kernels (launches, the L2 flush, Python); a candidate whose excess is much larger
@@ -96,8 +96,8 @@ def believed_samples(ref_clock: list[float], cand_clock: list[float], ref_events
     cand_event = statistics.median(cand_events)
     cand_excess = statistics.median(cand_clock) - cand_event
     if cand_excess - ref_excess > max(EVENT_EXCESS_MS, 0.5 * cand_event):
-        return ref_clock, cand_clock, (
-            f"[timing] the candidate's wall clock per call exceeds its CUDA events by {cand_excess:.4f} ms, the "
+        return ref_clock, cand_clock, Finding(
+            "timing", f"the candidate's wall clock per call exceeds its CUDA events by {cand_excess:.4f} ms, the "
             f"reference's by {ref_excess:.4f} ms: work outside its events (another stream or context?); the "
             "speedup uses the parent's clock")
     return ref_events, cand_events, None

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.records import Finding
 from harness.values.distributions import DISTRIBUTIONS, apply_distribution
 from harness.values.modules import module_from_file
 from harness.values.tensors import UNSUPPORTED, cloned, portable, to_device
@@ -26,7 +27,7 @@ class ReferenceRun:
     trial_inputs: list[list[Any]]
     outputs: list[Any]  # reference outputs per trial, on the CPU
     distributions: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Finding] = field(default_factory=list)
     mutates_inputs: bool = False  # the reference itself writes into its inputs
     model: Any = None  # the reference model on the device, for the references of timed calls
     knockout_inputs: list[Any] | None = None  # an input set no checked call uses, for the knock-out call
@@ -163,14 +164,14 @@ def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: s
             run.mutates_inputs |= mutated
             return
     if distribution != "default":
-        run.notes.append(f"[distribution] {distribution} inputs make the reference non-finite; trial used the "
-                         "problem's own distribution")
+        run.notes.append(Finding("distribution", f"{distribution} inputs make the reference non-finite; trial used "
+                                 "the problem's own distribution", fatal=False))
     output, mutated = _run_once(model, inputs, device)
     if not _finite(output):  # -inf from log(0), say: compared by equality (harness/verification/compare.py)
         if _has_nan(output) or not _any_finite(output):
             raise ProblemError("the reference output contains NaN (or nothing finite) on the problem's own inputs")
-        note = ("[non-finite] the reference gives inf on the problem's own inputs: those positions must hold the "
-                "same inf (same sign), the rest are compared within tolerance")
+        note = Finding("non-finite", "the reference gives inf on the problem's own inputs: those positions must hold "
+                       "the same inf (same sign), the rest are compared within tolerance", fatal=False)
         run.notes += [note] if note not in run.notes else []
     run.trial_inputs.append(inputs)
     run.outputs.append(output)

@@ -6,7 +6,7 @@ import ast
 import re
 from typing import Any, Iterable
 
-from harness.verification.findings import Finding
+from harness.records import Finding
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRING_LITERALS = re.compile(r'"(?:\\.|[^"\\\n])*"')

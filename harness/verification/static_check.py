@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from harness.policy import EvalPolicy
-from harness.verification.findings import Finding
+from harness.records import Finding, Verdict
 from harness.verification.source_scan import own_namespaces, scan_cpp, string_constants
 
 _BUILD_FUNCTIONS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
@@ -82,7 +82,7 @@ _ARITHMETIC = (ast.Mult, ast.Add, ast.Sub, ast.Div, ast.Pow, ast.FloorDiv, ast.M
 class StaticReport:
     """`verdict` is set when the candidate cannot go further; `findings` carries every observation."""
 
-    verdict: str | None = None
+    verdict: Verdict | None = None
     findings: list[Finding] = field(default_factory=list)
 
     @property
@@ -344,12 +344,12 @@ def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:
     try:
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as exc:
-        report.verdict = "compile_error"
+        report.verdict = Verdict.COMPILE_ERROR
         report.findings.append(Finding("syntax", f"Python syntax error on line {exc.lineno}: {exc.msg}"))
         return report
     model_new = _model_new(tree)
     if model_new is None:
-        report.verdict = "rejected"
+        report.verdict = Verdict.REJECTED
         report.findings.append(Finding("no-modelnew", "no `class ModelNew` at module level: a candidate must define "
                                        "ModelNew (KernelBench format) with the same constructor and forward "
                                        "signature as Model"))
@@ -367,7 +367,7 @@ def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:
     report.findings.extend(checker.findings)
     _kernel_presence(tree, model_new, policy, report)
     if any(f.fatal for f in report.findings) and report.verdict is None:
-        report.verdict = "rejected"
+        report.verdict = Verdict.REJECTED
     return report
 
 
@@ -385,7 +385,7 @@ def _kernel_presence(tree: ast.Module, model_new: ast.ClassDef, policy: EvalPoli
             "no-kernel", "no custom kernel: the candidate never calls torch.utils.cpp_extension.load_inline (or "
             "load), so forward() can only be PyTorch's own operators", None, fatal=policy.require_custom_kernel))
     if any(f.fatal for f in report.findings):
-        report.verdict = report.verdict or "rejected"
+        report.verdict = report.verdict or Verdict.REJECTED
     return report
 
 

@@ -55,7 +55,7 @@ def test_telemetry_flags_throttling_foreign_processes_and_clock_drops() -> None:
     calm = {"throttle": [], "foreign_processes": [], "sm_clock_mhz": 1980}
     assert telemetry_flags(calm, calm) == []
     hot = {"throttle": ["hw_thermal"], "foreign_processes": [777], "sm_clock_mhz": 1500}
-    flags = " ".join(telemetry_flags(calm, hot))
+    flags = " ".join(f.render() for f in telemetry_flags(calm, hot))
     assert "hw_thermal" in flags and "777" in flags and "1980 to 1500" in flags
     assert telemetry_flags(calm, {"throttle": ["sw_power_cap"]}) == []  # a power cap alone is normal
 

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
-from harness.measurement.noise import Load, noise_reasons, significant, widened
+from harness.measurement.noise import Load, noise_findings, significant, widened
 from harness.measurement.self_check import self_check_policy, self_check_source
 from kernelbench.bundled import bundled_candidate, find_bundled
 
@@ -28,14 +28,14 @@ def test_the_interval_is_widened_by_the_aa_spread() -> None:
     assert not significant((low, high)) and significant((1.01, 1.2)) and significant((0.5, 0.9))
 
 
-def test_noise_reasons_name_the_aa_spread_and_the_machines_pressure() -> None:
+def test_noise_findings_name_the_aa_spread_and_the_machines_pressure() -> None:
     quiet = Load(pressure=1.0, runnable=1, cpus=2)
-    assert noise_reasons(1.0, (0.99, 1.01), (quiet, quiet)) == []
-    assert noise_reasons(1.0, (0.99, 1.01), None) == []  # no PSI, a tight pair: nothing to say
-    spread = noise_reasons(1.1, (1.05, 1.15), (quiet, quiet))
-    assert len(spread) == 1 and spread[0].startswith("[noise]") and "15%" in spread[0]
+    assert noise_findings(1.0, (0.99, 1.01), (quiet, quiet)) == []
+    assert noise_findings(1.0, (0.99, 1.01), None) == []  # no PSI, a tight pair: nothing to say
+    spread = noise_findings(1.1, (1.05, 1.15), (quiet, quiet))
+    assert len(spread) == 1 and spread[0].check == "noise" and "15%" in spread[0].message
     busy = Load(pressure=60.0, runnable=5, cpus=2)
-    assert any("PSI" in r for r in noise_reasons(1.0, (0.99, 1.01), (quiet, busy)))
+    assert any("PSI" in r.message for r in noise_findings(1.0, (0.99, 1.01), (quiet, busy)))
 
 
 @pytest.mark.slow

@@ -1,0 +1,63 @@
+"""What an evaluation found out, gathered in one record before anything is decided (harness/decision/gates.py
+decides). Every field is something the parent observed or computed; None means it was not gathered (the
+conversation stopped before it, or the policy does not ask for it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.child.job import ChildResult
+from harness.isolation.sandbox import ChildOutcome
+from harness.measurement.frozen_trials import CheckedTrials
+from harness.measurement.timed_calls import TimedRun
+from harness.records import Finding, TrialResult, Verdict
+from harness.verification.reference import ReferenceRun
+
+
+@dataclass
+class Comparison:
+    """One correctness trial compared: the worst of its calls, and whether that was a repeated call."""
+
+    trial: TrialResult
+    repeated: bool = False
+
+
+@dataclass
+class ChildFacts:
+    """How the candidate's process ended and what it reported (its report is validated, never believed)."""
+
+    outcome: ChildOutcome
+    result: ChildResult | None
+    events: list[dict[str, Any]]
+    log_tail: str
+    stopped: str | None = None  # the parent stopped the conversation (the child died, timed out, broke the channel)
+    failure: dict[str, Any] | None = None  # the child's own failure report
+    phase: str | None = None  # what the parent was driving when it ended ("correctness")
+
+
+@dataclass
+class Facts:
+    device: str
+    static_verdict: Verdict | None = None  # the static policy's verdict: the candidate never ran
+    notes: list[Finding] = field(default_factory=list)  # gathered on the way: static, reference, telemetry
+    static_findings: list[Finding] = field(default_factory=list)
+    limit: Finding | None = None  # a build or scratch limit the child hit: why, whatever it made of it
+    builds: list[dict[str, Any]] = field(default_factory=list)
+    child: ChildFacts | None = None
+    reference: ReferenceRun | None = None
+    unreadable: str | None = None  # the candidate's saved outputs could not be read back (the exception's name)
+    protocol_broken: str | None = None  # the candidate's process broke the call protocol during the trials
+    outputs_count: int | None = None  # how many trials the candidate's outputs covered
+    comparisons: list[Comparison] | None = None
+    checked: CheckedTrials | None = None  # the parent-driven trials (calls, kernel calls, their own findings)
+    knockout_matched: bool | None = None  # forward, every kernel function poisoned, still gave the right answer
+    census: dict[str, Any] | None = None  # PyTorch compute forward ran outside the kernels (child/census.py)
+    degenerate: list[str] | None = None  # the canaries that pass every trial
+    canary_notes: list[str] = field(default_factory=list)  # what the canaries could not check
+    timed: TimedRun | None = None
+    timing_failed: Finding | None = None  # the candidate broke the timing protocol
+
+    @property
+    def result(self) -> ChildResult | None:
+        return self.child.result if self.child else None

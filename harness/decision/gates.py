@@ -1,0 +1,256 @@
+"""The verdict, decided in one place from the facts an evaluation gathered (harness/decision/facts.py).
+
+`GATES` is the order in which the checks decide, cheapest and most fundamental first. Each gate is a pure
+function `(facts, policy) -> findings`: it returns nothing when it has nothing to say or when what it needs was
+not gathered, notes (findings without a verdict) that the evaluation carries whatever is decided, or findings
+with a verdict: the first gate that returns one decides, and no later gate runs. A new check is one function here
+and one entry in `GATES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from harness.child.verdicts import NO_CUDA_SOURCES, child_failure, integrity_failures
+from harness.decision.facts import Facts
+from harness.decision.timing_reading import TimingReading, checks_note, read_timing
+from harness.defences import is_off
+from harness.measurement.frozen_trials import cache_finding
+from harness.policy import EvalPolicy
+from harness.records import Finding, Verdict
+from harness.verification.source_scan import scan_built_sources
+
+Gate = Callable[[Facts, EvalPolicy], Sequence[Finding]]
+NEGLIGIBLE_SHARE = 0.05  # the candidate's kernels' part of the compute time under which the speedup is PyTorch's
+
+
+def _rejects(check: str, message: str) -> Finding:
+    return Finding(check, message, verdict=Verdict.REJECTED)
+
+
+def _note(check: str, message: str, lead: bool = False) -> Finding:
+    return Finding(check, message, fatal=False, lead=lead)
+
+
+def _untyped(text: str, verdict: Verdict | None) -> Finding:
+    """A finding from a producer that still speaks `[tag] text` strings: carried as written, never parsed."""
+    return Finding("", text, fatal=verdict is not None, verdict=verdict)
+
+
+def static_policy(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """The source's own checks: what the static policy forbids decides before anything runs."""
+    if facts.static_verdict is None:
+        return []
+    return [Finding(f.check, f.message, f.line, True, facts.static_verdict) for f in facts.static_findings if f.fatal]
+
+
+def limits(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """A build or scratch limit the child hit: whatever it made of its refused build or write, this is why."""
+    return [facts.limit] if facts.limit is not None else []
+
+
+def child_ended(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """The child crashed, timed out, ran out of memory or reported its own failure."""
+    child = facts.child
+    if child is None or not (child.stopped or child.failure or child.result is None):
+        return []
+    return child_failure(child.outcome, child.result, child.events, child.log_tail, policy, child.phase)
+
+
+def kernel_built(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    if facts.child is None or not policy.require_custom_kernel or any(b.get("binary") for b in facts.builds):
+        return []
+    return [_rejects("no-kernel", "no custom kernel was built while importing the candidate")]
+
+
+def built_sources(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """The static scan again, over the sources actually compiled (a candidate can build what its file hides)."""
+    if facts.child is None or policy.static_policy == "off":
+        return []
+    findings = scan_built_sources(facts.builds, strict=policy.static_policy == "strict")
+    return [_rejects(f.check, f"{f.message} (in the sources actually compiled)") for f in findings if f.fatal]
+
+
+def compile_only(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """The compile-only CUDA device: built is all that can be known."""
+    if facts.result is None or facts.result.status != "compiled":
+        return []
+    if not any(b.get("cuda") for b in facts.builds):
+        return [Finding("", NO_CUDA_SOURCES, verdict=Verdict.REJECTED)]
+    return [Finding("", "compile-only CUDA device: the kernel and its host binding compiled; correctness and speed "
+                    "need a GPU", verdict=Verdict.COMPILED),
+            *(_note("", f"not checked: {b['skipped']}") for b in facts.builds if b.get("skipped"))]
+
+
+def tampering(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """What the parent-driven trials and the child's own integrity checks caught: inputs mutated, outputs aliased
+    or not plain tensors, threads left running."""
+    if facts.result is None or facts.reference is None:
+        return []
+    checked = facts.checked.findings if facts.checked is not None and policy.hardening else []
+    return [*(_untyped(text, Verdict.REJECTED) for text in checked),
+            *integrity_failures(facts.result, facts.reference, policy)]
+
+
+def outputs_readable(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    if facts.unreadable is None:
+        return []
+    return [Finding("", f"the candidate's outputs could not be read back: {facts.unreadable}", verdict=Verdict.CRASH)]
+
+
+def call_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    if facts.protocol_broken is None:
+        return []
+    return [_rejects("timing", f"the candidate's process broke the call protocol: {facts.protocol_broken}")]
+
+
+def trial_count(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    if facts.reference is None or facts.outputs_count is None or facts.outputs_count == len(facts.reference.outputs):
+        return []
+    return [Finding("", "the candidate's process returned outputs for the wrong number of trials",
+                    verdict=Verdict.CRASH)]
+
+
+def correctness(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """Every trial, every distribution: the first wrong output of each trial."""
+    comparisons = facts.comparisons or []
+    return [Finding("correctness", f"trial {index + 1} of {len(comparisons)} ({c.trial.distribution} inputs)"
+                    f"{' (on a repeated call)' if c.repeated else ''}: {c.trial.message}", verdict=Verdict.INCORRECT)
+            for index, c in enumerate(comparisons) if not c.trial.passed]
+
+
+def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """Forward must depend on the candidate's kernel where it is checked and where it is timed."""
+    if not policy.hardening or facts.result is None:
+        return []
+    calls, timed = facts.result.kernel_calls, facts.timed
+    timed_calls = timed.kernel_calls if timed and timed.kernel_calls is not None else calls.get("timed")
+    findings = []
+    if calls.get("wrapped_functions") and timed and timed.candidate_ms and not timed_calls:
+        findings.append(_rejects("ghost-kernel", "the candidate's kernel functions were never called during the "
+                                 "timed calls: what was timed is some other code path"))
+    if facts.knockout_matched:
+        findings.append(_rejects("ghost-kernel", "with every function of the candidate's extension poisoned, "
+                                 "forward() still returned the right answer: the kernel does not compute the "
+                                 "measured output"))
+    return findings
+
+
+def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """PyTorch compute that forward ran outside the candidate's kernels, however it was reached: strict rejects
+    it; default says it (with the kernels' share of the compute time, on the CPU)."""
+    census = facts.census
+    if not census or not census["ops"]:
+        return []
+    ops = ", ".join(f"{name} x{count}" for name, count in sorted(census["ops"].items()))
+    share = census["share"]
+    said = (f"forward ran PyTorch's own compute outside the candidate's kernels ({ops})"
+            + (f"; the candidate's kernels did {share:.0%} of the compute time" if share is not None else ""))
+    if policy.static_policy == "strict":
+        return [_rejects("runtime-compute", said + ": strict requires all of forward's compute in the candidate's "
+                         "kernels")]
+    if share is not None and share < NEGLIGIBLE_SHARE:
+        said += ": the speedup measured is PyTorch's, not the kernel's"
+    return [_note("runtime-compute", said)]
+
+
+def degenerate_problem(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """Correct, but trivial answers pass every trial too: correctness here proves nothing."""
+    notes = [_untyped(text, None) for text in facts.canary_notes]
+    if not facts.degenerate:
+        return notes
+    return [Finding("degenerate-problem", f"correct, but trivial answers pass every trial of this problem too "
+                    f"({'; '.join(facts.degenerate)}): correctness here proves nothing, so no speedup is reported",
+                    verdict=Verdict.DEGENERATE), *notes]
+
+
+def cached_answers(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """Fewer kernel calls on the checked calls than every timed call makes: an answer came from a cache."""
+    timed, checked = facts.timed, facts.checked
+    if timed is None or checked is None or not policy.hardening or not timed.kernel_calls:
+        return []
+    cached = cache_finding(checked, timed.kernel_calls, timed.candidate_calls)
+    if cached is None:
+        return []
+    return [_untyped(cached, Verdict.REJECTED if policy.static_policy == "strict" else None)]
+
+
+def timing_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """What the timed calls' own checks caught (a wrong timed output is incorrect; the rest is tampering)."""
+    timed = facts.timed
+    if timed is None or not timed.failures:
+        return []
+    verdict = Verdict.INCORRECT if timed.failures[0].startswith("[timed-check]") else Verdict.REJECTED
+    return [_untyped(text, verdict) for text in timed.failures]
+
+
+def timing_samples(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    reading = _reading(facts)
+    if facts.timed is None or reading is not None:
+        return []
+    return [Finding("", "the timing phase reported no valid samples", verdict=Verdict.CRASH)]
+
+
+def timing_notes(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """How far the clock, the checks and the machine's noise let the speedup be believed."""
+    reading = _reading(facts)
+    if reading is None or facts.timed is None:
+        return []
+    checks = checks_note(facts.timed, policy)
+    return [*([reading.doubt] if reading.doubt else []), *([checks] if checks else []), *reading.noise]
+
+
+CHILD_STAGED = ("timed by the child-staged protocol{where}: the candidate's process made its own timed inputs and "
+                "answered its own probes, so this speedup is not protected against a candidate that patches the "
+                "harness code in its own process{verdict}")
+
+
+def protocol_statement(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """No silently weaker path: a speedup the parent did not drive says so, and strict does not credit it."""
+    if facts.timed is None or facts.timed.parent_reads or is_off("protocol_statement"):
+        return []
+    where = " (CUDA has no parent-driven path yet)" if facts.device == "cuda" else \
+        " (this machine lacks a writable cgroup freezer, a sealable shared file or reading a child's memory)"
+    strict = policy.static_policy == "strict"
+    message = CHILD_STAGED.format(where=where, verdict="; strict refuses it" if strict else "")
+    return [Finding("protocol", message, verdict=Verdict.REJECTED if strict else None, lead=True)]
+
+
+def _reading(facts: Facts) -> TimingReading | None:
+    return read_timing(facts.timed) if facts.timed is not None and not facts.timed.failures else None
+
+
+# The order in which the checks decide. Correctness comes before anything about speed; tampering comes before
+# correctness (a candidate that mutates its inputs is rejected, whatever its answers were).
+GATES: tuple[Gate, ...] = (
+    static_policy, limits, child_ended, kernel_built, built_sources, compile_only, tampering,
+    outputs_readable, call_protocol, trial_count, correctness, ghost_kernel, runtime_compute,
+    degenerate_problem, cached_answers, timing_protocol, timing_samples, timing_notes, protocol_statement,
+)
+CORRECTNESS: tuple[Gate, ...] = (outputs_readable, call_protocol, trial_count, correctness)
+
+
+@dataclass
+class Decision:
+    verdict: Verdict
+    findings: list[Finding] = field(default_factory=list)
+    decided_by: Gate | None = None  # None: every gate passed
+
+    def passed(self, gate: Gate) -> bool:
+        """Whether `gate` ran and did not decide (the evaluation got past it)."""
+        return self.decided_by is None or GATES.index(gate) < GATES.index(self.decided_by)
+
+
+def decide(facts: Facts, policy: EvalPolicy, gates: Sequence[Gate] = GATES,
+           notes: Sequence[Finding] = ()) -> Decision:
+    """Run `gates` in order over `facts`; the first finding with a verdict decides and stops them.
+    `notes`: what was gathered on the way (static, reference, telemetry), kept ahead of the gates' notes."""
+    findings = list(notes)
+    for gate in gates:
+        found = list(gate(facts, policy))
+        findings += found
+        deciding = next((f for f in found if f.decides), None)
+        if deciding is not None:
+            return Decision(deciding.verdict or Verdict.REJECTED, findings, gate)
+    return Decision(Verdict.ACCEPTED, findings)
