@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kernelbench.problem import Problem, shrink_note
 from store.models import BaselineRow, EvaluationRow, ProblemRow, SweepItemRow
-from store.results import upsert_problem
+from store.results import problem_of, upsert_problem
 
 Sessions = sessionmaker[Session]
 
@@ -35,6 +35,7 @@ def mark_item(sessions: Sessions, run_id: str, problem: Problem, **fields: Any) 
 
 
 def add_problems(sessions: Sessions, problems: list[Problem]) -> None:
+    """Store the sweep's problems (once per fingerprint), in one transaction."""
     with sessions.begin() as session:
         for problem in problems:
             upsert_problem(session, problem)
@@ -44,8 +45,7 @@ def stored_problems(sessions: Sessions, fingerprints: list[str]) -> list[Problem
     """The problems with these fingerprints, in their order (those missing from the store are left out)."""
     with sessions() as session:
         rows = {r.fingerprint: r for r in session.scalars(select(ProblemRow).where(ProblemRow.fingerprint.in_(fingerprints)))}
-    return [Problem(name=r.name, source=r.source, level=r.level, problem_id=r.problem_id, path=r.path)
-            for r in (rows[f] for f in fingerprints if f in rows)]
+    return [problem_of(rows[f]) for f in fingerprints if f in rows]
 
 
 def baseline(sessions: Sessions, fingerprint: str, device_key: str) -> BaselineRow | None:
