@@ -1,6 +1,8 @@
 """Test-only switches that turn one defence off, so a test can show the attacks naming it succeed without it
-(issue 36: every defence proven load-bearing). Read in the parent only, and only where the test suite's switch
-(`KERNELWRIGHT_TEST_STATIC_OFF=1`) is set too: a user's environment cannot weaken an evaluation by accident.
+(issue 36: every defence proven load-bearing). Read in the parent (the jail's own two are handed into the jailed
+process's environment where they are off, since the jail imports nothing of ours: harness/isolation/sandbox.py), and
+only where the test suite's switch (`KERNELWRIGHT_TEST_STATIC_OFF=1`) is set too: a user's environment cannot
+weaken an evaluation by accident.
 
     KERNELWRIGHT_TEST_DEFENCES_OFF=held_outputs,fresh_factor,jail_hides_home
 
@@ -22,7 +24,7 @@ KNOWN = {
     "trivial_canaries": "zeros, ones, the input passed through or a constant must fail every problem "
                         "(harness/verification/canaries.py)",
     "term_ablation": "every term and part of the reference must matter: the term canaries and the ablation check "
-                     "(harness/verification/term_canaries.py, ablation.py)",
+                     "(harness/verification/term_canaries.py, ablation.py; switched in canaries.py)",
     "jail_binds": "the jail's own /dev, private /tmp, /dev/shm and home folders, other scratch quotas hidden, "
                   "read-only file systems (harness/isolation/jail.py)",
     "jail_uid": "the jailed process runs as an unprivileged user (harness/isolation/jail.py)",
