@@ -1,0 +1,222 @@
+"""The numerical contract: the reference run again in float64 on the same inputs (the oracle), and the error of
+the candidate's outputs and of the reference's own outputs against it.
+
+Today's tolerance says whether a candidate is close to the reference; the oracle says how close each of them is to
+the exact answer. A kernel whose error is a hundred times the reference's own is named even inside the tolerance
+(`contract_finding`): it is a worse computation than the one it replaces, whatever the benchmark accepts. NaN/Inf
+parity stays with compare.py: the error here is over the positions where the oracle is finite.
+
+Everything here but `fp64_oracle` is a pure function of tensors; `fp64_oracle` runs a copy of the reference model
+in the parent (the reference is trusted code), under the reference's thread budget.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from pydantic import BaseModel
+
+from harness.records import Finding
+from harness.verification.reference import ReferenceRun, reference_threads
+
+DEFAULT_MULTIPLE = 100.0  # how many times the reference's own error a candidate may have before it is named
+
+
+class OracleError(BaseModel):
+    """One side's error against the float64 oracle, the worst over the outputs and trials compared."""
+
+    max_abs: float  # the largest absolute difference at a position where the oracle is finite
+    relative: float  # norm-wise: ||got - oracle|| / ||oracle|| (||got - oracle|| where the oracle is all zeros)
+    eps: float  # machine epsilon of the least precise output compared: no error below it means anything
+
+
+class NumericalContract(BaseModel):
+    """Both errors against the oracle, or why there is no oracle (`skipped`)."""
+
+    candidate: OracleError | None = None
+    reference: OracleError | None = None
+    skipped: str | None = None
+    multiple: float = DEFAULT_MULTIPLE
+
+    def finding(self) -> Finding | None:
+        return contract_finding(self.candidate, self.reference, self.multiple)
+
+
+@dataclass
+class Oracle:
+    """The reference's outputs in float64, per trial; `skipped` says why there are none."""
+
+    outputs: list[Any] | None
+    skipped: str | None = None
+
+
+def _flatten(output: Any) -> list[Any]:
+    if isinstance(output, (tuple, list)):
+        return [item for part in output for item in _flatten(part)]
+    return [output]
+
+
+def _widened(value: Any) -> Any:
+    """Floating tensors in float64 (complex in complex128); everything else as it is."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        if value.is_complex():
+            return value.to(torch.complex128)
+        return value.to(torch.float64) if value.is_floating_point() else value.clone()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_widened(v) for v in value)
+    return value
+
+
+def _precise(output: Any) -> str | None:
+    """Why `output` is no oracle (a floating output that did not come out in double), or None."""
+    import torch
+
+    tensors = [t for t in _flatten(output) if isinstance(t, torch.Tensor)]
+    if not any(t.is_floating_point() or t.is_complex() for t in tensors):
+        return "the reference has no floating-point output"
+    low = sorted({str(t.dtype) for t in tensors if (t.is_floating_point() and t.dtype != torch.float64)
+                  or (t.is_complex() and t.dtype != torch.complex128)})
+    return f"the reference still returns {', '.join(low)} when run in float64 (it casts inside)" if low else None
+
+
+def fp64_oracle(reference: ReferenceRun, threads: int = 1, trials: int | None = None) -> Oracle:
+    """The reference model, copied and cast to float64, on the first `trials` trial inputs (all by default), cast
+    to float64 too; its outputs on the CPU. Where the reference cannot run in double, `skipped` says so."""
+    import torch
+
+    from harness.values.tensors import portable
+
+    if reference.model is None:
+        return Oracle(None, "no reference model to run in float64")
+    inputs = reference.trial_inputs[:trials] if trials is not None else reference.trial_inputs
+    try:
+        model = copy.deepcopy(reference.model).double()
+    except Exception as exc:
+        return Oracle(None, f"the reference model cannot be cast to float64: {type(exc).__name__}: {exc}")
+    device = next((t.device for t in (*model.parameters(), *model.buffers())), torch.device("cpu"))
+    outputs = []
+    with reference_threads(threads), torch.no_grad():
+        for trial in inputs:
+            try:
+                output = portable(model(*[_widened(v).to(device) if isinstance(v, torch.Tensor) else v
+                                          for v in trial]))
+            except Exception as exc:
+                return Oracle(None, f"the reference cannot run in float64: {type(exc).__name__}: {exc}")
+            why = _precise(output)
+            if why is not None:
+                return Oracle(None, why)
+            outputs.append(output)
+    return Oracle(outputs)
+
+
+def _tensor_error(got: Any, oracle: Any) -> tuple[float, float, float] | None:
+    """(max abs, norm-wise relative, eps of got's dtype) over the oracle's finite positions; None where they
+    cannot be compared (not a tensor, another shape, not floating)."""
+    import torch
+
+    if type(got) is not torch.Tensor or not isinstance(oracle, torch.Tensor) or got.shape != oracle.shape:
+        return None
+    if not (got.is_floating_point() or got.is_complex()) or not (oracle.is_floating_point() or oracle.is_complex()):
+        return None
+    if got.is_complex() != oracle.is_complex():
+        return None
+    got64 = torch.view_as_real(got.to(torch.complex128)) if got.is_complex() else got.to(torch.float64)
+    exact = torch.view_as_real(oracle.to(torch.complex128)) if oracle.is_complex() else oracle.to(torch.float64)
+    finite = torch.isfinite(exact)
+    diff, base = (got64 - exact)[finite].abs(), exact[finite]
+    eps = float(torch.finfo(got.real.dtype if got.is_complex() else got.dtype).eps)
+    if not diff.numel():
+        return 0.0, 0.0, eps
+    if not bool(torch.isfinite(diff).all()):
+        return float("inf"), float("inf"), eps
+    norm = float(base.norm())
+    return float(diff.max()), float(diff.norm()) / norm if norm > 0 else float(diff.norm()), eps
+
+
+def error_against(outputs: Sequence[Any], oracle: Sequence[Any]) -> OracleError | None:
+    """The worst error of `outputs` (per trial: a tensor or a list of them) against the oracle's outputs of the
+    same trials; None where nothing could be compared (another structure, shape or a non-floating output)."""
+    worst: OracleError | None = None
+    if len(outputs) != len(oracle):
+        return None
+    for got, exact in zip(outputs, oracle):
+        gots, exacts = _flatten(got), _flatten(exact)
+        if len(gots) != len(exacts):
+            return None
+        for g, e in zip(gots, exacts):
+            measured = _tensor_error(g, e)
+            if measured is None:
+                continue
+            max_abs, relative, eps = measured
+            if worst is None:
+                worst = OracleError(max_abs=max_abs, relative=relative, eps=eps)
+            else:
+                worst = OracleError(max_abs=max(worst.max_abs, max_abs), relative=max(worst.relative, relative),
+                                    eps=max(worst.eps, eps))
+    return worst
+
+
+def contract_finding(candidate_error: OracleError | None, reference_error: OracleError | None,
+                     multiple: float = DEFAULT_MULTIPLE) -> Finding | None:
+    """An `[oracle]` note where the candidate's norm-wise error against float64 is more than `multiple` times the
+    reference's own (an error within one epsilon of the output's dtype counts as that epsilon, so an exact
+    reference does not name every rounding); None where it is within, or where either error is unknown. A
+    candidate outside today's tolerance was rejected before this is asked; this names one inside it."""
+    if candidate_error is None or reference_error is None:
+        return None
+    floor = max(reference_error.relative, candidate_error.eps)
+    if candidate_error.relative <= multiple * floor:
+        return None
+    return Finding("oracle", f"error against a float64 run of the reference is {candidate_error.relative:.3g} "
+                   f"(norm-wise relative; max abs {candidate_error.max_abs:.3g}), "
+                   f"{candidate_error.relative / floor:.0f}x the reference's own {reference_error.relative:.3g} "
+                   f"(more than {multiple:g}x): inside the tolerance, but a less accurate computation than the one "
+                   "it replaces", fatal=False)
+
+
+def numerical_contract(reference: ReferenceRun, candidate_outputs: Sequence[Any], threads: int = 1,
+                       multiple: float = DEFAULT_MULTIPLE) -> NumericalContract:
+    """The candidate's outputs (one per trial of `reference`, as compared) and the reference's own against the
+    float64 oracle of the same trials."""
+    trials = len(candidate_outputs)
+    oracle = fp64_oracle(reference, threads, trials)
+    if oracle.outputs is None:
+        return NumericalContract(skipped=oracle.skipped, multiple=multiple)
+    return NumericalContract(candidate=error_against(list(candidate_outputs), oracle.outputs),
+                             reference=error_against(reference.outputs[:trials], oracle.outputs), multiple=multiple)
+
+
+def skipped_note(contract: NumericalContract) -> Finding | None:
+    """A note saying why the candidate was not held to the oracle, where it was not."""
+    if contract.skipped is None:
+        return None
+    return Finding("oracle", f"no float64 oracle: {contract.skipped}", fatal=False)
+
+
+def bitwise_deterministic(outputs_a: Any, outputs_b: Any) -> bool:
+    """Whether two runs' outputs are the same bits: same structure, dtypes, shapes and bytes (NaN payloads
+    included). Anything that is not a tensor or a list of them compares by ==."""
+    import torch
+
+    if isinstance(outputs_a, (tuple, list)) or isinstance(outputs_b, (tuple, list)):
+        return (isinstance(outputs_a, (tuple, list)) and isinstance(outputs_b, (tuple, list))
+                and len(outputs_a) == len(outputs_b)
+                and all(bitwise_deterministic(a, b) for a, b in zip(outputs_a, outputs_b)))
+    if isinstance(outputs_a, torch.Tensor) or isinstance(outputs_b, torch.Tensor):
+        if not (isinstance(outputs_a, torch.Tensor) and isinstance(outputs_b, torch.Tensor)):
+            return False
+        if outputs_a.dtype != outputs_b.dtype or outputs_a.shape != outputs_b.shape:
+            return False
+        return torch.equal(_bytes(outputs_a), _bytes(outputs_b))
+    return bool(outputs_a == outputs_b)
+
+
+def _bytes(tensor: Any) -> Any:
+    import torch
+
+    flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+    return flat.view(torch.uint8) if flat.dtype != torch.bool else flat

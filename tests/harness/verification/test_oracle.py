@@ -1,0 +1,130 @@
+"""The numerical contract (harness/verification/oracle.py): errors against a float64 run of the reference, the
+`[oracle]` note for a candidate far less accurate than the reference yet inside today's tolerance, and bitwise
+determinism. No child process: synthetic tensors, and one real problem's reference run in the parent."""
+
+from __future__ import annotations
+
+import torch
+
+from harness.policy import EvalPolicy
+from harness.verification.compare import compare_trial
+from harness.verification.oracle import (OracleError, bitwise_deterministic, contract_finding, error_against,
+                                         fp64_oracle, numerical_contract, skipped_note)
+from harness.verification.reference import run_reference
+from kernelbench.bundled import find_bundled
+from kernelbench.problem import Problem
+from kernelbench.shrink import rewrite_constants
+
+
+def test_error_against_the_oracle_is_max_abs_and_norm_wise_relative() -> None:
+    exact = torch.tensor([1.0, -2.0, 2.0], dtype=torch.float64)
+    got = torch.tensor([1.0, -2.0, 2.5])
+    error = error_against([got], [exact])
+    assert error is not None
+    assert error.max_abs == 0.5 and abs(error.relative - 0.5 / 3.0) < 1e-12
+    assert error.eps == torch.finfo(torch.float32).eps
+
+
+def test_error_is_the_worst_over_trials_and_outputs_and_skips_non_finite_oracle_positions() -> None:
+    exact = [[torch.ones(4, dtype=torch.float64), torch.tensor([float("inf"), 1.0], dtype=torch.float64)],
+             [torch.ones(4, dtype=torch.float64), torch.tensor([1.0, 1.0], dtype=torch.float64)]]
+    got = [[torch.ones(4), torch.tensor([float("inf"), 1.0])],
+           [torch.ones(4).half(), torch.tensor([1.0, 1.25])]]
+    error = error_against(got, exact)
+    assert error is not None and error.max_abs == 0.25
+    assert error.eps == torch.finfo(torch.float16).eps  # the least precise output compared
+    assert error_against([torch.ones(3)], [torch.ones(4, dtype=torch.float64)]) is None  # nothing comparable
+    assert error_against([torch.ones(3)], []) is None
+
+
+def test_contract_names_a_candidate_far_less_accurate_than_the_reference() -> None:
+    reference = OracleError(max_abs=1e-6, relative=1e-7, eps=1.2e-7)
+    within = OracleError(max_abs=1e-5, relative=5e-6, eps=1.2e-7)
+    sloppy = OracleError(max_abs=1e-3, relative=3e-5, eps=1.2e-7)
+    assert contract_finding(within, reference) is None
+    finding = contract_finding(sloppy, reference)
+    assert finding is not None and finding.check == "oracle" and not finding.fatal and finding.verdict is None
+    assert "250x" in finding.message
+    assert contract_finding(sloppy, reference, multiple=1000) is None
+    assert contract_finding(None, reference) is None and contract_finding(sloppy, None) is None
+
+
+def test_an_exact_reference_does_not_name_every_rounding() -> None:
+    """ReLU's reference is exact (error 0): one epsilon of the output's dtype is the floor, not zero."""
+    exact = OracleError(max_abs=0.0, relative=0.0, eps=1.2e-7)
+    assert contract_finding(OracleError(max_abs=1e-7, relative=1e-7, eps=1.2e-7), exact) is None
+    assert contract_finding(OracleError(max_abs=1e-4, relative=5e-5, eps=1.2e-7), exact) is not None
+
+
+def test_bitwise_determinism_compares_bits() -> None:
+    a = torch.tensor([1.0, float("nan"), -0.0])
+    assert bitwise_deterministic([a, torch.arange(3)], [a.clone(), torch.arange(3)])
+    assert not bitwise_deterministic(a, torch.tensor([1.0, float("nan"), 0.0]))  # -0.0 and 0.0 differ in bits
+    assert not bitwise_deterministic(a, a.double())
+    assert not bitwise_deterministic(a, a.reshape(1, 3))
+    assert not bitwise_deterministic([a], [a, a])
+    assert not bitwise_deterministic(a, [a])
+    assert bitwise_deterministic(torch.tensor([True, False]), torch.tensor([True, False]))
+    assert not bitwise_deterministic(torch.tensor(1.0), torch.tensor(1.0 + 2**-20))
+
+
+CASTS_INSIDE = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return (x * 2).float()
+
+def get_inputs():
+    return [torch.randn(8)]
+
+def get_init_inputs():
+    return []
+"""
+
+SINGLE_ONLY = CASTS_INSIDE.replace("return (x * 2).float()", "return torch.mm(x.view(1, 8), torch.eye(8))")
+
+
+def test_a_reference_that_cannot_give_double_is_skipped_with_its_reason() -> None:
+    reference = run_reference(Problem(name="casts", source=CASTS_INSIDE), "cpu", 1, [2])
+    oracle = fp64_oracle(reference)
+    assert oracle.outputs is None and "float32" in (oracle.skipped or "")
+    contract = numerical_contract(reference, reference.outputs)
+    assert contract.candidate is None and contract.finding() is None
+    note = skipped_note(contract)
+    assert note is not None and note.check == "oracle" and not note.fatal
+    raises = fp64_oracle(run_reference(Problem(name="single", source=SINGLE_ONLY), "cpu", 1, [2]))
+    assert raises.outputs is None and "cannot run in float64" in (raises.skipped or "")
+
+
+def _sum_problem() -> Problem:
+    """The bundled sum reduction with a longer reduced dimension (4096), where the order of a float32 sum shows."""
+    problem = find_bundled("Sum_reduction_over_a_dimension")
+    source = rewrite_constants(problem.source, {"batch_size": 2, "dim1": 4096, "dim2": 64})
+    return Problem(name=problem.name, source=source, level=problem.level, problem_id=problem.problem_id)
+
+
+def _sloppy_sum(x: torch.Tensor) -> torch.Tensor:
+    """float32 sums of the positive and the negative terms, one after the other, then their difference: inside
+    the tolerance, a hundred times the reference's error."""
+    positive, negative = torch.zeros(x.shape[0], 1, x.shape[2]), torch.zeros(x.shape[0], 1, x.shape[2])
+    for i in range(x.shape[1]):
+        term = x[:, i:i + 1]
+        positive += term.clamp(min=0)
+        negative += term.clamp(max=0)
+    return positive + negative
+
+
+def test_a_sloppy_float32_sum_is_named_inside_the_tolerance() -> None:
+    reference = run_reference(_sum_problem(), "cpu", 3, [11, 12])
+    sloppy = [_sloppy_sum(inputs[0]) for inputs in reference.trial_inputs]
+    assert all(compare_trial(0, ref, got, EvalPolicy()).passed for ref, got in zip(reference.outputs, sloppy))
+    contract = numerical_contract(reference, sloppy)
+    assert contract.skipped is None and contract.candidate and contract.reference
+    assert contract.candidate.relative > 100 * contract.reference.relative
+    finding = contract.finding()
+    assert finding is not None and finding.check == "oracle"
+    honest = numerical_contract(reference, [inputs[0].sum(1, keepdim=True) for inputs in reference.trial_inputs])
+    assert honest.finding() is None
+    assert bitwise_deterministic(sloppy, [_sloppy_sum(inputs[0]) for inputs in reference.trial_inputs])
