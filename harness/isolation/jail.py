@@ -298,7 +298,8 @@ def _user_and_devices(pid: int) -> dict[str, str]:
         seen = sorted(os.listdir(f"/proc/{pid}/root/dev"))
         nodes = [n for n in seen if n not in ("fd", "stdin", "stdout", "stderr", "shm")]
         own = all(n in DEVICES or n.startswith("nvidia") for n in nodes)
-        facts["devices"] = f"its own /dev: {', '.join(nodes)}" if own else f"NOT minimal: the host's /dev ({len(seen)} entries)"
+        facts["devices"] = f"its own /dev: {', '.join(nodes)}" if own else \
+            f"NOT minimal: the host's /dev ({len(seen)} entries)"
     except OSError:
         facts["devices"] = "unknown"
     return facts
