@@ -72,3 +72,9 @@ class EvalPolicy(BaseModel):
                               "speedup's interval is widened by how far two identical processes disagree, and a "
                               "speedup counts only where that interval clears 1.")
     skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")
+    envelope: bool = Field(True, description="Also check correctness at variants of the problem's own sizes (odd "
+                           "sizes, non-multiples of 8/32/128, a smaller and a larger batch) and time the candidate at "
+                           "a few (harness/shipping/envelope.py); off for sweeps that only want KernelBench's number.")
+    oracle_multiple: float = Field(100.0, gt=1, description="Name a candidate whose error against a float64 run of the "
+                                   "reference is over this many times the reference's own (an `[oracle]` note; "
+                                   "today's tolerance still decides the verdict).")
