@@ -93,6 +93,24 @@ def _odd(value: int) -> int:
     return value - 1 if value % 2 == 0 else value
 
 
+def _odd_sizes(sizes: dict[str, int]) -> dict[str, int]:
+    """Every size odd, and the largest moved down (by less than 128, never below half) so that the product of them
+    all is one less than a multiple of 128 where it can be: a kernel that handles 8, 32 or 128 elements at a time
+    and drops the rest then drops the most it can (7, 31, 127), not a remainder of 1 that may happen to be right."""
+    odd = {name: _odd(value) for name, value in sizes.items()}
+    if not odd:
+        return odd
+    largest = max(odd, key=lambda name: odd[name])
+    others = 1
+    for name, value in odd.items():
+        others = others * value % 128 if name != largest else others
+    wanted = 127 * pow(others, -1, 128) % 128  # odd numbers are invertible modulo 128
+    moved = odd[largest] - (odd[largest] - wanted) % 128
+    if moved >= max(1, sizes[largest] // 2):
+        odd[largest] = moved
+    return odd
+
+
 def _multiple_not_of(value: int, step: int, avoid: int) -> int:
     """The largest multiple of `step` at most `value` that is not a multiple of `avoid` (`value` where none)."""
     candidate = value // step * step
@@ -109,9 +127,10 @@ def _batch(sizes: dict[str, int]) -> str | None:
 def _proposals(sizes: dict[str, int]) -> list[tuple[str, list[dict[str, int]]]]:
     """Each variant's label and the sizes to try for it, in order: a batch change alone first, then with the sizes
     tied to it (the same value: `batch_size` and `input_shape[0]` broadcast against each other)."""
-    whole = [(ODD, _odd), (TILE_8, lambda v: _multiple_not_of(v, 8, 32)),
+    whole = [(TILE_8, lambda v: _multiple_not_of(v, 8, 32)),
              (TILE_32, lambda v: _multiple_not_of(v, 32, 128))]
-    proposals = [(label, [{name: change(value) for name, value in sizes.items()}]) for label, change in whole]
+    proposals = [(ODD, [_odd_sizes(sizes), {name: _odd(value) for name, value in sizes.items()}])]
+    proposals += [(label, [{name: change(value) for name, value in sizes.items()}]) for label, change in whole]
     name = _batch(sizes)
     if name is not None:
         size = sizes[name]
