@@ -28,6 +28,11 @@ KNOWN = {
     "jail_binds": "the jail's own /dev, private /tmp, /dev/shm and home folders, other scratch quotas hidden, "
                   "read-only file systems (harness/isolation/jail.py)",
     "jail_uid": "the jailed process runs as an unprivileged user (harness/isolation/jail.py)",
+    "parent_slots": "the parent writes every call's inputs and reads its outputs, the children frozen "
+                    "(harness/measurement/frozen_calls.py parent_driven)",
+    "fresh_integers": "every timed call's integer and boolean inputs are redrawn (harness/values/fresh_inputs.py)",
+    "probes": "every timed call's output is probed at secret positions (harness/measurement/timed_checks.py)",
+    "knockout": "forward with every kernel function poisoned must not still answer (harness/pipeline.py)",
 }
 
 

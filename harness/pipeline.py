@@ -23,9 +23,11 @@ from harness.child.verdicts import log_tail, read_events
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import CORRECTNESS, child_ended, decide, timing_samples
 from harness.decision.timing_reading import read_timing, timing_record
+from harness.defences import is_off
 from harness.device import resolve_device
 from harness.feedback.nvml import telemetry_flags
 from harness.feedback.roofline import roofline
+from harness.isolation import protocol as P
 from harness.isolation.sandbox import ChildOutcome
 from harness.isolation.scratch_quota import is_quota
 from harness.isolation.session import ChildSession, ChildStopped
@@ -214,9 +216,7 @@ def _run_isolated(evaluation: Evaluation, facts: Facts, problem: Problem, source
         facts.builds = builds.records
         _gather_child(evaluation, facts, scratch, outcome, run, policy)
         evaluation.isolation["scratch_quota_mb"] = policy.scratch_limit_mb if is_quota(scratch) else None
-        limit = builds.limit_hit or scratch_full(scratch, job)
-        if limit:
-            facts.limit = Finding("", limit, verdict=Verdict.REJECTED)
+        facts.limit = builds.limit_hit or scratch_full(scratch, job)
 
 
 def _gather_child(evaluation: Evaluation, facts: Facts, scratch: Path, outcome: ChildOutcome, run: _Run,
@@ -300,27 +300,27 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
               job: J.ChildJob, scratch: Path, say: Progress, phase_seconds: dict[str, float]) -> None:
     """load -> correctness -> knock-out -> census -> timing (against the reference's own child) -> finish. Each
     step after correctness runs only while the correctness gates pass: nothing is timed that is decided."""
-    if _failed(session.request({"cmd": "load"}), run):
+    if _failed(session.request(P.Load()), run):
         return
     if reference is None:  # compile-only: nothing runs
-        _failed(session.request({"cmd": "finish"}), run)
+        _failed(session.request(P.Finish()), run)
         return
     if session.shared is not None:  # the parent drives every call (harness/measurement/frozen_trials.py)
         outputs = _checked_trials(facts, session, run, reference, phase_seconds)
     else:  # CUDA, or no freezer here: the child runs the trials and saves their outputs
-        outputs = None if _failed(session.request({"cmd": "correctness"}), run) else _saved_outputs(facts, scratch)
+        outputs = None if _failed(session.request(P.Correctness()), run) else _saved_outputs(facts, scratch)
     if run.failure:
         return
     if outputs is not None:  # None: unreadable outputs or a broken protocol, in the facts already
         _compare_outputs(facts, outputs, reference, policy)
     if decide(facts, policy, CORRECTNESS).verdict is not Verdict.ACCEPTED:
-        _failed(session.request({"cmd": "finish"}), run)
+        _failed(session.request(P.Finish()), run)
         return
-    if policy.hardening and policy.knockout:
+    if policy.hardening and policy.knockout and not is_off("knockout"):
         knocked = not _failed(session.request(_knockout_command(session, run, reference)), run)
         facts.knockout_matched = False if knocked else None  # compared once the child is done (its file)
     if policy.hardening and policy.static_policy != "off" and not run.failure:
-        reply = session.request(_slot_command("census", session, run, reference.trial_inputs[0]))
+        reply = session.request(_slot_command(P.Census, session, run, reference.trial_inputs[0]))
         facts.census = None if _failed(reply, run) else _valid_census(reply.get("census"))
     if run.ref_session is not None and not run.failure and not run.degenerate():  # a degenerate problem's speedup
         say("timing reference and candidate, each in its own process")  # would mean nothing
@@ -331,19 +331,20 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
     if not run.failure:
-        _failed(session.request({"cmd": "finish"}), run)
+        _failed(session.request(P.Finish()), run)
 
 
-def _slot_command(name: str, session: ChildSession, run: _Run, inputs: list[Any]) -> dict[str, Any]:
-    """`name` on `inputs`, written by the parent into input slot 0 (frozen) where it makes the calls."""
+def _slot_command(kind: type[P.Knockout] | type[P.Census], session: ChildSession, run: _Run,
+                  inputs: list[Any]) -> P.Knockout | P.Census:
+    """`kind` on `inputs`, written by the parent into input slot 0 (frozen) where it makes the calls."""
     if run.checked_side is None or not run.checked_side.slots:
-        return {"cmd": name}
+        return kind()
     session.freeze()
     try:
         run.checked_side.write(0, inputs)
     finally:
         session.thaw()
-    return {"cmd": name, "slot": 0}
+    return kind(slot=0)
 
 
 def _valid_census(found: Any) -> dict[str, Any] | None:
@@ -356,10 +357,10 @@ def _valid_census(found: Any) -> dict[str, Any] | None:
     return {"ops": ops, "share": own / (own + library) if timed else None}
 
 
-def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> dict[str, Any]:
+def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> P.Knockout | P.Census:
     """Where the parent made the trials, it writes the knock-out's inputs into input slot 0 too (frozen): they
     were never in the candidate's folder."""
-    return _slot_command("knockout", session, run, reference.knockout_inputs or reference.trial_inputs[0])
+    return _slot_command(P.Knockout, session, run, reference.knockout_inputs or reference.trial_inputs[0])
 
 
 def _checked_trials(facts: Facts, session: ChildSession, run: _Run, reference: ReferenceRun,
@@ -407,7 +408,7 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
     except TimingProtocolError as exc:
         raise ProblemError(f"timing cannot run here: {exc}") from None
     try:
-        if any("failed" in child.request({"cmd": "load"}) for child in references):
+        if any("failed" in child.request(P.Load()) for child in references):
             raise ProblemError("the reference failed to load in its timing process")
         ours = tuple(s.jailed.group.freezer for s in (*references, session) if s.jailed.group.freezer is not None)
         with timing_slot(job.device, keep=ours, cpus=ref.jailed.limits.cpus) as slot:
@@ -420,7 +421,7 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
     except TimingProtocolError as exc:
         if str(exc).startswith("the reference's"):  # the machine's doing, never the candidate's
             raise ProblemError(f"timing could not run on this machine now: {exc}") from None
-        timing.run.failures.append(f"[timing] the candidate's process broke the timing protocol: {exc}")
+        timing.run.failures.append(Finding("timing", f"the candidate's process broke the timing protocol: {exc}"))
         return timing.run
     except ChildFailed as failed:
         if failed.reference:

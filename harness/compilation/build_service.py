@@ -24,6 +24,7 @@ from harness.compilation.pch import PrecompiledHeaders, eligible
 from harness.isolation.sandbox import ChildOutcome, Limits
 from harness.isolation.session import run_jailed
 from harness.isolation.timing_slot import refuse_build_while_timing
+from harness.records import Finding
 
 MANIFEST = "MANIFEST.json"
 _ALLOWED = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
@@ -96,7 +97,7 @@ class BuildService:
         self.torch_version = torch.__version__
         self.records: list[dict[str, Any]] = []
         self.max_builds, self.budget_s = max_builds, budget_s
-        self.limit_hit: str | None = None  # why builds were refused from some point on (the verdict's reason)
+        self.limit_hit: Finding | None = None  # why builds were refused from some point on (the verdict's reason)
         self.headers = PrecompiledHeaders(cache_root, limits)
         remove_stale_builds(cache_root)  # work folders of builds whose parent was killed
 
@@ -112,7 +113,7 @@ class BuildService:
         key = build_key(f"{self.mode}:{kind}", keyed, self.torch_version)
         refused = self._over_limit(key)
         if refused:
-            return {"ok": False, "error": refused}
+            return {"ok": False, "error": refused.render()}
         record: dict[str, Any] = {"key": key, "requested_name": arguments.get("name"), "cuda": cuda,
                                   "folder": str(self.cache_root / key), "source_text": _source_text(keyed)[:200_000]}
         self.records.append(record)
@@ -125,18 +126,18 @@ class BuildService:
             record["sass"] = sass_mix(Path(record["binary"]))
         return reply
 
-    def _over_limit(self, key: str) -> str | None:
+    def _over_limit(self, key: str) -> Finding | None:
         """Why a build of `key` is refused: too many distinct builds, or the builds' time spent. Once hit, every
         later request is refused too (a candidate that asks for build after build gets one clear verdict)."""
         if self.limit_hit is None:
             spent = sum(r.get("seconds", 0.0) for r in self.records)
             distinct = {r["key"] for r in self.records}
             if key not in distinct and len(distinct) >= self.max_builds:
-                self.limit_hit = (f"[build-limit] the candidate requested more than {self.max_builds} distinct builds "
-                                  "(max_builds): build one extension (or a few) at import time")
+                self.limit_hit = Finding("build-limit", f"the candidate requested more than {self.max_builds} distinct "
+                                         "builds (max_builds): build one extension (or a few) at import time")
             elif spent >= self.budget_s:
-                self.limit_hit = (f"[build-limit] the candidate's builds took {spent:.0f} s, its budget is "
-                                  f"{self.budget_s:g} s (build_budget_s): no further build was started")
+                self.limit_hit = Finding("build-limit", f"the candidate's builds took {spent:.0f} s, its budget is "
+                                         f"{self.budget_s:g} s (build_budget_s): no further build was started")
         return self.limit_hit
 
     def _cached(self, key: str, record: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ and one entry in `GATES`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from harness.child.verdicts import NO_CUDA_SOURCES, child_failure, integrity_failures
@@ -47,7 +47,7 @@ def static_policy(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 def limits(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """A build or scratch limit the child hit: whatever it made of its refused build or write, this is why."""
-    return [facts.limit] if facts.limit is not None else []
+    return [replace(facts.limit, verdict=Verdict.REJECTED)] if facts.limit is not None else []
 
 
 def child_ended(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -89,7 +89,7 @@ def tampering(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.result is None or facts.reference is None:
         return []
     checked = facts.checked.findings if facts.checked is not None and policy.hardening else []
-    return [*(_untyped(text, Verdict.REJECTED) for text in checked),
+    return [*(replace(f, verdict=Verdict.REJECTED) for f in checked),
             *integrity_failures(facts.result, facts.reference, policy)]
 
 
@@ -173,7 +173,7 @@ def cached_answers(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     cached = cache_finding(checked, timed.kernel_calls, timed.candidate_calls)
     if cached is None:
         return []
-    return [_untyped(cached, Verdict.REJECTED if policy.static_policy == "strict" else None)]
+    return [replace(cached, verdict=Verdict.REJECTED if policy.static_policy == "strict" else None)]
 
 
 def timing_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -181,8 +181,8 @@ def timing_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     timed = facts.timed
     if timed is None or not timed.failures:
         return []
-    verdict = Verdict.INCORRECT if timed.failures[0].startswith("[timed-check]") else Verdict.REJECTED
-    return [_untyped(text, verdict) for text in timed.failures]
+    verdict = Verdict.INCORRECT if timed.failures[0].check == "timed-check" else Verdict.REJECTED
+    return [replace(f, verdict=verdict) for f in timed.failures]
 
 
 def timing_samples(facts: Facts, policy: EvalPolicy) -> list[Finding]:

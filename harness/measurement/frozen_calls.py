@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.defences import is_off
 from harness.isolation import protocol as P
 from harness.isolation import remote_memory
 from harness.isolation.session import ChildSession
 from harness.isolation.shared_slots import SharedSlots
+from harness.records import Finding
 from harness.values.integrity import overlaps
 from harness.values.tensors import NOT_PLAIN, UNSUPPORTED, nbytes
 
@@ -52,6 +54,8 @@ def parent_driven(device: str) -> bool:
     from harness.isolation.cgroups import builds_freezable
     from harness.isolation.shared_slots import supported
 
+    if is_off("parent_slots"):
+        return False
     return device == "cpu" and builds_freezable() and supported() and remote_memory.available()
 
 
@@ -264,7 +268,7 @@ class FrozenSide:
                 and not torch.equal(self.shared.view(place, value).reshape(-1).view(torch.uint8),
                                     value.contiguous().reshape(-1).view(torch.uint8))]
 
-    def aliasing(self, calls: int) -> list[str]:
+    def aliasing(self, calls: int) -> list[Finding]:
         """Outputs of the last batch that share memory with an input slot, the model's parameters or another
         call's output (a buffer reused from call to call: each call overwrites what the last returned)."""
         spans: list[tuple[int, tuple[int, int]]] = []
@@ -273,11 +277,11 @@ class FrozenSide:
         inputs = [(p[0], p[0] + p[1]) for slot in self.slots for p in slot if isinstance(p, list) and len(p) == 2]
         for call, span in spans:
             if overlaps(span, inputs):
-                return [f"[aliasing] call {call} of a batch: an output shares memory with the inputs"]
+                return [Finding("aliasing", f"call {call} of a batch: an output shares memory with the inputs")]
             if overlaps(span, self.owned):
-                return [f"[aliasing] call {call} of a batch: an output shares memory with the model's parameters "
-                        "or buffers"]
+                return [Finding("aliasing", f"call {call} of a batch: an output shares memory with the model's "
+                                "parameters or buffers")]
             if overlaps(span, [s for other, s in spans if other != call]):
-                return [f"[aliasing] call {call} of a batch: an output shares memory with an earlier call's output "
-                        "(a buffer reused from call to call, which each call overwrites)"]
+                return [Finding("aliasing", f"call {call} of a batch: an output shares memory with an earlier call's "
+                                "output (a buffer reused from call to call, which each call overwrites)")]
         return []

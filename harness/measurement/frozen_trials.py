@@ -21,6 +21,7 @@ from typing import Any
 
 from harness.isolation import protocol as P
 from harness.measurement.frozen_calls import FrozenSide, SideFailure
+from harness.records import Finding
 from harness.values.tensors import NOT_PLAIN
 
 _IDLE_S = 0.005  # how long the child runs idle before its outputs are read again (work after `done`)
@@ -29,7 +30,7 @@ _IDLE_S = 0.005  # how long the child runs idle before its outputs are read agai
 @dataclass
 class CheckedTrials:
     outputs: list[Any] = field(default_factory=list)  # per trial, the whole output of each of its calls
-    findings: list[str] = field(default_factory=list)  # `[check] reason`, decisive
+    findings: list[Finding] = field(default_factory=list)  # each rejects (harness/decision/gates.py)
     kernel_calls: int = 0  # the candidate's kernel calls during the trials, as its process reported them
     calls: int = 0  # forward calls made (every trial once, one of them twice)
 
@@ -63,8 +64,8 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
         if not mutating_reference:
             checked.findings += _mutations(side, values)
         if _moved_after_done(side, outputs):
-            checked.findings.append("[work-after-return] an output kept changing after forward() returned (work "
-                                    "on another thread finished later)")
+            checked.findings.append(Finding("work-after-return", "an output kept changing after forward() returned "
+                                            "(work on another thread finished later)"))
         for trial, output in zip(chunk, outputs):
             checked.outputs[trial].append(output)
         checked.calls += len(chunk)
@@ -72,7 +73,7 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
     return checked
 
 
-def cache_finding(checked: CheckedTrials, timed_kernel_calls: int, timed_calls: int) -> str | None:
+def cache_finding(checked: CheckedTrials, timed_kernel_calls: int, timed_calls: int) -> Finding | None:
     """`[cache]` when the trials made fewer kernel calls than every timed call makes (the same number each, so
     a steady count per call): a call among them, likely the repeated input set, was answered from an earlier
     call's output instead of the kernel."""
@@ -81,27 +82,28 @@ def cache_finding(checked: CheckedTrials, timed_kernel_calls: int, timed_calls: 
     per_call = timed_kernel_calls // timed_calls
     if checked.kernel_calls >= per_call * checked.calls:
         return None
-    return (f"[cache] forward() made {checked.kernel_calls} kernel calls on {checked.calls} checked calls (one a "
+    return Finding("cache", f"forward() made {checked.kernel_calls} kernel calls on {checked.calls} checked calls (one a "
             f"repeat of an earlier input set) where every timed call makes {per_call}: an output came from an earlier "
             "call, not from the kernel")
 
 
-def _output_types(side: FrozenSide, calls: int) -> list[str]:
+def _output_types(side: FrozenSide, calls: int) -> list[Finding]:
     found = []
     for call in range(calls):
         for index, tensor in enumerate(side.tensors(call)):
             if isinstance(tensor, str) and tensor.startswith(NOT_PLAIN):
-                found.append(f"[output-type] output {index} is not a plain dense CPU torch.Tensor (a tensor "
-                             "subclass can compute lazily or lie about its values): return a plain torch.Tensor")
+                found.append(Finding("output-type", f"output {index} is not a plain dense CPU torch.Tensor (a "
+                                     "tensor subclass can compute lazily or lie about its values): return a plain "
+                                     "torch.Tensor"))
     return found
 
 
-def _mutations(side: FrozenSide, values: list[list[Any]]) -> list[str]:
+def _mutations(side: FrozenSide, values: list[list[Any]]) -> list[Finding]:
     found = []
     for slot, inputs in enumerate(values):
         changed = side.inputs_changed(slot, inputs)
         if changed:
-            found.append(f"[mutation] forward() modified input(s) {changed} in place")
+            found.append(Finding("mutation", f"forward() modified input(s) {changed} in place"))
     return found
 
 

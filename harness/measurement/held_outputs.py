@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.measurement.frozen_calls import FrozenSide, TensorAt
+from harness.records import Finding
 
 LONG_HOLDS = 2  # outputs of early calls held until timing ends: a ring must be longer than every timed call
 SHORT_HOLD_BATCHES = 8  # the most batches a short hold lasts
@@ -41,14 +42,14 @@ class HeldOutputs:
         self.checked = 0  # verifications made (a held output re-read after a later batch)
 
     def after_batch(self, index: int, first_call: int, mine: list[int], positions: list[list[int]],
-                    probed: list[Any]) -> str | None:
+                    probed: list[Any]) -> Finding | None:
         """Verify every held output, release the expired ones, maybe hold one of this batch's; the failure if a
         held output changed."""
         for held in self.held:
             now = self.side.values_at(held.tensors, held.positions)
             self.checked += 1
             if not _same(now, held.values):
-                return (f"[held-output] the output of {held.label}, still held by the caller, was overwritten by a "
+                return Finding("held-output", f"the output of {held.label}, still held by the caller, was overwritten by a "
                         f"later call (its memory was reused before it was released): a kernel may reuse memory only "
                         "after the caller lets go of it")
         for held in [h for h in self.held if h.until <= index]:

@@ -34,6 +34,7 @@ from harness.measurement.noise import Load, machine_load
 from harness.measurement.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
 from harness.measurement.timing import speedup_interval
 from harness.policy import EvalPolicy
+from harness.records import Finding
 from harness.values.fresh_inputs import draw_recipe, fresh_inputs, make_pools
 from harness.values.integrity import flatten
 from harness.values.tensors import nbytes
@@ -51,7 +52,7 @@ class TimedRun:
     pilot_batches: int = 0  # timed and discarded, to predict the batches a precise speedup needs
     pilot_half_width: float | None = None
     total_calls: int = 0
-    failures: list[str] = field(default_factory=list)  # `[check] reason`, decisive
+    failures: list[Finding] = field(default_factory=list)  # each decides (harness/decision/gates.py)
     slot_wait_s: float = 0.0  # waiting for the device's timing slot (another evaluation was being timed)
     frozen_builds: int = 0  # builds on this machine frozen while this run was timed (CPU)
     parent_reads: bool = False  # the parent wrote inputs and read outputs itself, the children frozen between
@@ -368,7 +369,7 @@ class Timing:
             return True
         got = self.cand.fetch([mine[k] for k in full], f"timed_{batch_index}.pt")
         if got is None:
-            self.run.failures.append("[timed-check] the outputs of timed calls could not be read back")
+            self.run.failures.append(Finding("timed-check", "the outputs of timed calls could not be read back"))
             return False
         self.run.full_checks += len(full)
         for k, output in zip(full, got):
@@ -376,7 +377,7 @@ class Timing:
             if self.frozen and self.values is not None:
                 changed = self.cand.side.inputs_changed(mine[k], self.values[mine[k]])
                 if changed:
-                    self.run.failures.append(f"[mutation] {label}: forward() modified input(s) {changed} in place")
+                    self.run.failures.append(Finding("mutation", f"{label}: forward() modified input(s) {changed} in place"))
                     return False
             failure = full_check_failure(self.reference, self.pools, self.policy, self.device, calls[mine[k]],
                                          output, positions[k], probed[k], label)

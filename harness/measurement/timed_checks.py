@@ -15,7 +15,9 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from harness.defences import is_off
 from harness.policy import EvalPolicy
+from harness.records import Finding
 from harness.values.fresh_inputs import fresh_inputs
 from harness.values.integrity import flatten
 from harness.values.tensors import portable, values_at
@@ -51,6 +53,8 @@ def trial_tolerances(reference: ReferenceRun, policy: EvalPolicy) -> list[list[T
 
 def probes_agree(got: Any, want: Any, tolerances: list[Tolerance]) -> bool:
     """The candidate's probed values (untrusted: any shape) against the reference child's at the same positions."""
+    if is_off("probes"):
+        return True
     if not isinstance(got, list) or not isinstance(want, list) or len(got) != len(want) or len(want) != len(tolerances):
         return False
     for got_values, want_values, tolerance in zip(got, want, tolerances):
@@ -96,14 +100,14 @@ def expected_output(reference: ReferenceRun, pools: list[Any], trial: int, recip
 
 
 def full_check_failure(reference: ReferenceRun, pools: list[Any], policy: EvalPolicy, device: str, call: Any,
-                       output: Any, positions: list[int], probed: Any, label: str) -> str | None:
+                       output: Any, positions: list[int], probed: Any, label: str) -> Finding | None:
     """Why a fetched timed output fails (work after `done`, or a wrong result), or None."""
     if changed_since_probe(output, positions, probed):
-        return (f"[work-after-return] {label}: its output changed after the timer stopped (work still running "
+        return Finding("work-after-return", f"{label}: its output changed after the timer stopped (work still running "
                 "after `done`)")
     trial, recipe = call
     expected = expected_output(reference, pools, trial, recipe, device)
     result = compare_trial(reference.trial_seeds[trial], expected, output, policy)
     if not result.passed:
-        return f"[timed-check] {label} (fresh inputs) returned a wrong result: {result.message}"
+        return Finding("timed-check", f"{label} (fresh inputs) returned a wrong result: {result.message}")
     return None

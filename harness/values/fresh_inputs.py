@@ -62,7 +62,7 @@ def fresh_inputs(base: list[Any], pools: list[Any], recipe: Recipe, device: str)
 
     out = []
     for value, pool, step in zip(base, pools, recipe):
-        if type(step) is int and _discrete(value):
+        if type(step) is int and _discrete(value) and not is_off("fresh_integers"):
             out.append(_redrawn(value.cpu(), step).to(device))  # the CPU generator: the same values everywhere
             continue
         if step is None or pool is None or not _floating(value) or type(step) is int:

@@ -40,6 +40,12 @@ ATTACKS = {
     "jail_uid": [
         "tests/harness/isolation/test_minimal_jail.py::"
         "test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed"],
+    "parent_slots": ["tests/harness/measurement/test_timing_protocol.py::"
+                     "test_no_inputs_reach_the_process_outside_the_timed_interval"],
+    "fresh_integers": ["tests/harness/measurement/test_timing_protocol.py::test_integer_inputs_are_fresh_in_every_timed_call"],
+    "probes": ["tests/harness/test_exploits.py::test_skipping_a_few_elements_only_while_timed_is_caught_by_the_probes_alone"],
+    "knockout": ["tests/harness/test_exploits.py::"
+                 "test_a_ghost_branch_that_never_uses_its_kernel_on_measured_shapes_is_rejected"],
 }
 
 

@@ -45,7 +45,7 @@ def test_an_honest_candidate_passes_every_gate() -> None:
 
 def test_the_first_gate_that_decides_stops_the_rest() -> None:
     wrong = Comparison(TrialResult(seed=2, passed=False, message="max abs error 3.0"))
-    facts = _facts(comparisons=[Comparison(TrialResult(seed=1, passed=True)), wrong], timed=_timed(failures=["x"]))
+    facts = _facts(comparisons=[Comparison(TrialResult(seed=1, passed=True)), wrong], timed=_timed(failures=[Finding("timing", "x")]))
     decision = decide(facts, DEFAULT)
     assert decision.verdict is Verdict.INCORRECT and decision.decided_by is correctness
     assert [f.check for f in decision.findings] == ["correctness"]  # the timing gates never ran
@@ -85,9 +85,9 @@ def test_runtime_compute_is_a_note_by_default_and_rejects_under_strict() -> None
 
 
 def test_a_wrong_timed_output_is_incorrect_and_other_timing_failures_reject() -> None:
-    wrong = decide(_facts(timed=_timed(failures=["[timed-check] call 3 returned a wrong result"])), DEFAULT)
+    wrong = decide(_facts(timed=_timed(failures=[Finding("timed-check", "call 3 returned a wrong result")])), DEFAULT)
     assert wrong.decided_by is timing_protocol and wrong.verdict is Verdict.INCORRECT
-    aliased = decide(_facts(timed=_timed(failures=["[aliasing] two timed calls share output memory"])), DEFAULT)
+    aliased = decide(_facts(timed=_timed(failures=[Finding("aliasing", "two timed calls share output memory")])), DEFAULT)
     assert aliased.verdict is Verdict.REJECTED
 
 
@@ -122,5 +122,13 @@ def test_the_correctness_gates_alone_tell_the_conversation_whether_to_go_on() ->
 
 
 def test_checked_trials_findings_reject() -> None:
-    checked = CheckedTrials(findings=["[aliasing] output 0 of two calls is the same memory"])
-    assert decide(_facts(checked=checked), DEFAULT).decided_by is tampering
+    checked = CheckedTrials(findings=[Finding("aliasing", "output 0 of two calls is the same memory")])
+    decision = decide(_facts(checked=checked), DEFAULT)
+    assert decision.decided_by is tampering and decision.findings[0].render().startswith("[aliasing] output 0")
+
+
+def test_a_limit_the_child_hit_decides_whatever_it_made_of_it() -> None:
+    limit = Finding("build-limit", "the candidate requested more than 8 distinct builds")
+    died = ChildFacts(ChildOutcome(returncode=1, wall_s=1.0), None, [], "")
+    decision = decide(_facts(limit=limit, child=died), DEFAULT)
+    assert decision.verdict is Verdict.REJECTED and decision.findings[0].check == "build-limit"
