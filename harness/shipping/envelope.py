@@ -214,10 +214,16 @@ def _timed(found: Sequence[ShapeVariant], count: int) -> set[int]:
 
 
 def _result(variant: ShapeVariant, evaluation: Evaluation, seconds: float) -> VariantResult:
-    reason = evaluation.reasons[0] if evaluation.reasons and evaluation.verdict is not Verdict.ACCEPTED else None
-    return VariantResult(label=variant.label, sizes=variant.sizes, verdict=evaluation.verdict,
-                         reason=reason[:_REASON_CHARS] if reason else None, speedup=evaluation.speedup,
+    first = evaluation.reasons[0] if evaluation.reasons and evaluation.verdict is not Verdict.ACCEPTED else ""
+    reason = first.strip().split("\n", 1)[0][:_REASON_CHARS]
+    return VariantResult(label=variant.label, sizes=variant.sizes, verdict=evaluation.verdict, reason=reason or None, speedup=evaluation.speedup,
                          speedup_ci=evaluation.speedup_ci, seconds=round(seconds, 3))
+
+
+def _no_variants(problem: Problem) -> str:
+    if not own_sizes(problem):
+        return "no variant: the problem has no module-level size constant to vary"
+    return "no variant: none the reference runs at on the meta device within twice the problem's size"
 
 
 def check_envelope(problem: Problem, source: str, device: str = "cpu", policy: EvalPolicy | None = None,
@@ -225,7 +231,8 @@ def check_envelope(problem: Problem, source: str, device: str = "cpu", policy: E
                    progress: Progress | None = None) -> Envelope:
     """`source` judged at each variant (`variants(problem)` unless given): correctness everywhere, and a speedup
     at `timed` of them (declared sizes first, then a larger batch, then odd sizes). A variant where the reference
-    itself fails is listed in `skipped`; the candidate's failures are its verdicts."""
+    itself fails is listed in `skipped`; the candidate's failures are its verdicts. Nothing is timed under a
+    policy that skips timing. Whether to ask at all (`policy.envelope`) is the caller's choice."""
     started = time.perf_counter()
     policy = policy or EvalPolicy()
     say = progress or (lambda _message: None)
@@ -233,7 +240,9 @@ def check_envelope(problem: Problem, source: str, device: str = "cpu", policy: E
     checking = policy.model_copy(update={"skip_timing": True, "envelope": False})
     timing = policy.model_copy(update={"envelope": False})
     envelope = Envelope(sizes=own_sizes(problem))
-    chosen = _timed(found, timed)
+    if not found:
+        envelope.skipped.append(_no_variants(problem))
+    chosen = set() if policy.skip_timing else _timed(found, timed)
     for index, variant in enumerate(found):
         say(f"envelope: {variant.label} ({variant.described})")
         begun = time.perf_counter()
@@ -255,5 +264,5 @@ def envelope_finding(envelope: Envelope) -> Finding | None:
         return None
     named = "; ".join(f"{' '.join(f'{k}={v}' for k, v in r.sizes.items())} ({r.label}): {r.verdict.value}"
                       + (f", {r.reason}" if r.reason else "") for r in wrong)
-    return Finding("envelope", f"wrong at {len(wrong)} of {len(envelope.variants)} other sizes: {named}. Correct at "
-                   "the problem's own shape only: do not ship it for the sizes named", fatal=False, lead=True)
+    return Finding("envelope", f"wrong at {len(wrong)} of {len(envelope.variants)} other sizes: {named}. The verdict "
+                   "at the problem's own shape stands; at the sizes named, call the reference", fatal=False, lead=True)
