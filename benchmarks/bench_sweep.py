@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import EvalPolicy
+from harness import EvalPolicy, Verdict
 from kernelbench.bundled import CANDIDATES_ROOT, PROBLEMS_ROOT, bundled_candidate
 from kernelbench.problem import Problem, load_problems
 from agent.run_spec import ModelSpec
@@ -41,7 +41,7 @@ def _sweep(problems: list[Problem], workers: int, cache: str, db: str, budget_s:
     started = time.perf_counter()
     summary = run_sweep(problems, config, ModelSpec(), db)
     elapsed = time.perf_counter() - started
-    assert all(p["verdict"] == "accepted" for p in summary["problems"]), summary["problems"]
+    assert all(p["verdict"] == Verdict.ACCEPTED for p in summary["problems"]), summary["problems"]
     return elapsed
 
 

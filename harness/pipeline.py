@@ -176,7 +176,7 @@ class _Run:
         self.failure: dict[str, Any] | None = None  # the child's own failure report
         self.stopped: str | None = None
 
-    def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy, notes: list[str]) -> None:
+    def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy, notes: list[Finding]) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
         self.canaries = _BACKGROUND.submit(passing_canaries, reference, policy, notes)
 

@@ -54,7 +54,7 @@ class Facts:
     knockout_matched: bool | None = None  # forward, every kernel function poisoned, still gave the right answer
     census: dict[str, Any] | None = None  # PyTorch compute forward ran outside the kernels (child/census.py)
     degenerate: list[str] | None = None  # the canaries that pass every trial
-    canary_notes: list[str] = field(default_factory=list)  # what the canaries could not check
+    canary_notes: list[Finding] = field(default_factory=list)  # what the canaries could not check
     timed: TimedRun | None = None
     timing_failed: Finding | None = None  # the candidate broke the timing protocol
 

@@ -33,11 +33,6 @@ def _note(check: str, message: str, lead: bool = False) -> Finding:
     return Finding(check, message, fatal=False, lead=lead)
 
 
-def _untyped(text: str, verdict: Verdict | None) -> Finding:
-    """A finding from a producer that still speaks `[tag] text` strings: carried as written, never parsed."""
-    return Finding("", text, fatal=verdict is not None, verdict=verdict)
-
-
 def static_policy(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """The source's own checks: what the static policy forbids decides before anything runs."""
     if facts.static_verdict is None:
@@ -157,7 +152,7 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 def degenerate_problem(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """Correct, but trivial answers pass every trial too: correctness here proves nothing."""
-    notes = [_untyped(text, None) for text in facts.canary_notes]
+    notes = list(facts.canary_notes)
     if not facts.degenerate:
         return notes
     return [Finding("degenerate-problem", f"correct, but trivial answers pass every trial of this problem too "

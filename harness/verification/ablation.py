@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.policy import EvalPolicy
+from harness.records import Finding
 from harness.values.tensors import cloned, portable, to_device
 from harness.verification.compare import compare_trial
 from harness.verification.reference import ReferenceRun, reference_threads
@@ -41,7 +42,7 @@ class AblationReport:
     degenerate: list[str] = field(default_factory=list)  # parts whose value does not matter
     checked: int = 0
     total: int = 0
-    note: str | None = None  # where not every part could be checked
+    note: Finding | None = None  # where not every part could be checked
 
 
 def _mode_class() -> Any:
@@ -126,7 +127,7 @@ def degenerate_parts(reference: ReferenceRun, policy: EvalPolicy) -> AblationRep
             census = recorder(None, 0)
             _forward(model, reference.trial_inputs[0], device, census)
         except Exception as exc:  # a forward that refuses to run under a mode: say so
-            report.note = f"[ablation] the reference could not be run part by part ({type(exc).__name__})"
+            report.note = Finding("ablation", f"the reference could not be run part by part ({type(exc).__name__})", fatal=False)
             return report
         forward_s = max(time.perf_counter() - started, 1e-6)
         parts = [Part(call, k, f"{_argument(key)} of `{name}` (call {call + 1} of the forward)")
@@ -138,9 +139,9 @@ def degenerate_parts(reference: ReferenceRun, policy: EvalPolicy) -> AblationRep
                 report.degenerate.append(f"the reference with {part.name} replaced by noise")
             report.checked += 1
     if report.checked < report.total:
-        report.note = (f"[ablation] {report.checked} of the reference's {report.total} parts were checked for "
-                       f"mattering within the budget (a forward takes {forward_s:.2f} s): a part left unchecked "
-                       "could be skipped by a kernel unnoticed")
+        report.note = Finding("ablation", f"{report.checked} of the reference's {report.total} parts were checked "
+                              f"for mattering within the budget (a forward takes {forward_s:.2f} s): a part left "
+                              "unchecked could be skipped by a kernel unnoticed", fatal=False)
     return report
 
 

@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from harness.defences import is_off
 from harness.policy import EvalPolicy
+from harness.records import Finding
 from harness.verification.compare import compare_trial
 from harness.verification.reference import ReferenceRun
 from harness.verification.ablation import degenerate_parts
@@ -59,7 +60,7 @@ def _flat(output: Any) -> list[Any]:
     return [x for item in output for x in _flat(item)] if isinstance(output, list) else [output]
 
 
-def passing_canaries(reference: ReferenceRun, policy: EvalPolicy, notes: list[str] | None = None) -> list[str]:
+def passing_canaries(reference: ReferenceRun, policy: EvalPolicy, notes: list[Finding] | None = None) -> list[str]:
     """Names of the canaries that pass every trial of this problem: trivial outputs, else the reference without
     one of its terms (harness/verification/term_canaries.py), else the reference with one part's value replaced
     (harness/verification/ablation.py; what it could not check goes to `notes`). A trivial canary is dropped at
