@@ -4,9 +4,11 @@ determinism. No child process: synthetic tensors, and one real problem's referen
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from harness.policy import EvalPolicy
+from harness.shipping.precision import at_precision
 from harness.verification.compare import compare_trial
 from harness.verification.oracle import (OracleError, bitwise_deterministic, contract_finding, error_against,
                                          fp64_oracle, numerical_contract, skipped_note)
@@ -128,3 +130,19 @@ def test_a_sloppy_float32_sum_is_named_inside_the_tolerance() -> None:
     honest = numerical_contract(reference, [inputs[0].sum(1, keepdim=True) for inputs in reference.trial_inputs])
     assert honest.finding() is None
     assert bitwise_deterministic(sloppy, [_sloppy_sum(inputs[0]) for inputs in reference.trial_inputs])
+
+
+def test_a_problem_at_half_precision_casts_parameters_and_inputs_and_keeps_its_oracle() -> None:
+    gemm = find_bundled("Gemm_BiasAdd_ReLU")
+    assert at_precision(gemm, "fp32") is gemm
+    half = at_precision(gemm, "fp16")
+    assert half.name == "Gemm_BiasAdd_ReLU_fp16" and half.fingerprint != gemm.fingerprint
+    reference = run_reference(half, "cpu", 1, [2])
+    assert reference.trial_inputs[0][0].dtype == torch.float16 and reference.outputs[0].dtype == torch.float16
+    assert all(p.dtype == torch.float16 for p in reference.model.parameters())
+    contract = numerical_contract(reference, reference.outputs)
+    assert contract.reference is not None and contract.reference.eps == torch.finfo(torch.float16).eps
+    assert contract.reference.relative > 1e-5  # a float16 reference has an error of its own against float64
+    assert run_reference(at_precision(find_bundled("ReLU"), "bf16"), "cpu", 1, [2]).outputs[0].dtype == torch.bfloat16
+    with pytest.raises(ValueError, match="fp8"):
+        at_precision(gemm, "fp8")  # type: ignore[arg-type]
