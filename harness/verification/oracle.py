@@ -13,6 +13,7 @@ in the parent (the reference is trusted code), under the reference's thread budg
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -126,15 +127,19 @@ def _tensor_error(got: Any, oracle: Any) -> tuple[float, float, float] | None:
         return None
     got64 = torch.view_as_real(got.to(torch.complex128)) if got.is_complex() else got.to(torch.float64)
     exact = torch.view_as_real(oracle.to(torch.complex128)) if oracle.is_complex() else oracle.to(torch.float64)
-    finite = torch.isfinite(exact)
-    diff, base = (got64 - exact)[finite].abs(), exact[finite]
     eps = float(torch.finfo(got.real.dtype if got.is_complex() else got.dtype).eps)
+    diff = got64 - exact  # never in place: got64 is the candidate's own tensor where it already is float64
+    if not bool(torch.isfinite(exact).all()):  # the rare case: only where the oracle is finite
+        finite = torch.isfinite(exact)
+        diff, exact = diff[finite], exact[finite]
     if not diff.numel():
         return 0.0, 0.0, eps
-    if not bool(torch.isfinite(diff).all()):
+    diff.abs_()
+    max_abs = float(diff.max())
+    if not math.isfinite(max_abs):
         return float("inf"), float("inf"), eps
-    norm = float(base.norm())
-    return float(diff.max()), float(diff.norm()) / norm if norm > 0 else float(diff.norm()), eps
+    norm, error = float(torch.linalg.vector_norm(exact)), float(torch.linalg.vector_norm(diff))
+    return max_abs, error / norm if norm > 0 else error, eps
 
 
 def error_against(outputs: Sequence[Any], oracle: Sequence[Any]) -> OracleError | None:
@@ -213,6 +218,15 @@ def bitwise_deterministic(outputs_a: Any, outputs_b: Any) -> bool:
             return False
         return torch.equal(_bytes(outputs_a), _bytes(outputs_b))
     return bool(outputs_a == outputs_b)
+
+
+def deterministic(trial_calls: Sequence[Sequence[Any]]) -> bool | None:
+    """Whether every trial the candidate was called on more than once (the trials call one of them twice, on the
+    same inputs: harness/measurement/frozen_trials.py) gave the same bits each time; None where none was."""
+    repeated = [calls for calls in trial_calls if isinstance(calls, (list, tuple)) and len(calls) > 1]
+    if not repeated:
+        return None
+    return all(bitwise_deterministic(calls[0], other) for calls in repeated for other in calls[1:])
 
 
 def _bytes(tensor: Any) -> Any:

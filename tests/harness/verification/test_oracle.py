@@ -10,8 +10,8 @@ import torch
 from harness.policy import EvalPolicy
 from harness.shipping.precision import at_precision
 from harness.verification.compare import compare_trial
-from harness.verification.oracle import (OracleError, bitwise_deterministic, contract_finding, error_against,
-                                         fp64_oracle, numerical_contract, skipped_note)
+from harness.verification.oracle import (OracleError, bitwise_deterministic, contract_finding, deterministic,
+                                         error_against, fp64_oracle, numerical_contract, skipped_note)
 from harness.verification.reference import run_reference
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import Problem
@@ -68,6 +68,13 @@ def test_bitwise_determinism_compares_bits() -> None:
     assert not bitwise_deterministic(a, [a])
     assert bitwise_deterministic(torch.tensor([True, False]), torch.tensor([True, False]))
     assert not bitwise_deterministic(torch.tensor(1.0), torch.tensor(1.0 + 2**-20))
+
+
+def test_determinism_of_the_trial_called_twice() -> None:
+    one, other = torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0 + 2**-20])
+    assert deterministic([[one], [one, one.clone()], [other]]) is True
+    assert deterministic([[one], [one, other]]) is False
+    assert deterministic([[one], [other]]) is None  # no trial was called twice
 
 
 CASTS_INSIDE = """
