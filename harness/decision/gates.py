@@ -134,7 +134,8 @@ def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """PyTorch compute that forward ran outside the candidate's kernels, however it was reached: strict rejects
-    it; default says it (with the kernels' share of the compute time, on the CPU)."""
+    it; default says it, with the kernels' share of the compute time (on the CPU), and credits no speedup to
+    kernels that do a negligible share of it: that speedup is PyTorch's."""
     census = facts.census
     if not census or not census["ops"]:
         return []
@@ -146,7 +147,8 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
         return [_rejects("runtime-compute", said + ": strict requires all of forward's compute in the candidate's "
                          "kernels")]
     if share is not None and share < NEGLIGIBLE_SHARE:
-        said += ": the speedup measured is PyTorch's, not the kernel's"
+        return [_rejects("runtime-compute", said + f": under {NEGLIGIBLE_SHARE:.0%}, the speedup measured is PyTorch's, "
+                         "not the kernel's, so none is credited; move the work into the kernels")]
     return [_note("runtime-compute", said)]
 
 

@@ -75,13 +75,21 @@ def test_a_knocked_out_kernel_that_still_answers_is_a_ghost() -> None:
 
 
 def test_runtime_compute_is_a_note_by_default_and_rejects_under_strict() -> None:
-    census = {"ops": {"aten.relu": 1}, "share": 0.01}
+    census = {"ops": {"aten.relu": 1}, "share": 0.4}
     default = decide(_facts(census=census), DEFAULT)
     assert default.verdict is Verdict.ACCEPTED
     note = next(f for f in default.findings if f.check == "runtime-compute")
-    assert "PyTorch's, not the kernel's" in note.message and not note.decides
+    assert "did 40% of the compute time" in note.message and not note.decides
     strict = decide(_facts(census=census), STRICT)
     assert strict.decided_by is runtime_compute and strict.verdict is Verdict.REJECTED
+
+
+def test_kernels_doing_a_negligible_share_are_credited_no_speedup() -> None:
+    negligible = decide(_facts(census={"ops": {"aten.mm": 1}, "share": 0.01}), DEFAULT)
+    assert negligible.decided_by is runtime_compute and negligible.verdict is Verdict.REJECTED
+    assert "PyTorch's, not the kernel's" in negligible.findings[-1].message
+    unclocked = decide(_facts(census={"ops": {"aten.mm": 1}, "share": None}), DEFAULT)  # CUDA: no share measured
+    assert unclocked.verdict is Verdict.ACCEPTED
 
 
 def test_a_wrong_timed_output_is_incorrect_and_other_timing_failures_reject() -> None:
