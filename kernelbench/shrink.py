@@ -34,7 +34,12 @@ class Budget:
 @dataclass
 class Footprint:
     bytes: int
-    flops: float
+    flops: float  # matmul and convolution FLOPs (torch's FLOP counter)
+    elementwise_flops: float = 0.0  # every other op at one FLOP per element it reads or writes (a lower bound)
+
+    @property
+    def all_flops(self) -> float:
+        return self.flops + self.elementwise_flops
 
     def fits(self, budget: Budget) -> bool:
         return self.bytes <= budget.max_bytes and self.flops <= budget.max_flops
@@ -131,6 +136,44 @@ def _tensor_bytes(value: Any) -> int:
     return 0
 
 
+def _elementwise_mode() -> Any:
+    """A dispatch mode counting, for every op torch's FLOP counter leaves out (pointwise, reductions, softmax,
+    norms), one FLOP per element of its largest floating tensor: the least any kernel computing it must do."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counted = set(FlopCounterMode().flop_registry)
+    free = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.t.default,
+            torch.ops.aten.transpose.int, torch.ops.aten.permute.default, torch.ops.aten.expand.default,
+            torch.ops.aten.detach.default, torch.ops.aten.clone.default, torch.ops.aten.copy_.default,
+            torch.ops.aten.empty.memory_format, torch.ops.aten.zeros.default, torch.ops.aten.ones.default}
+
+    class ElementwiseFlops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.flops = 0.0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            out = func(*args, **(kwargs or {}))
+            if func.overloadpacket not in counted and func not in free and "view" not in func.__name__:
+                tensors = [t for t in torch.utils._pytree.tree_leaves((args, kwargs, out))
+                           if isinstance(t, torch.Tensor) and t.is_floating_point()]
+                self.flops += float(max((t.numel() for t in tensors), default=0))
+            return out
+
+    return ElementwiseFlops()
+
+
+class _ElementwiseFlops:
+    def __enter__(self) -> Any:
+        self.mode = _elementwise_mode()
+        return self.mode.__enter__()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.mode.__exit__(*exc)
+
+
 def measure(source: str) -> Footprint:
     """Bytes and FLOPs of one forward, computed on the meta device; raises ProblemError if it cannot run."""
     import torch
@@ -143,10 +186,11 @@ def measure(source: str) -> Footprint:
         with torch.device("meta"):
             model = module.Model(*module.get_init_inputs())
             inputs = module.get_inputs()
-            with FlopCounterMode(display=False) as counter, torch.no_grad():
+            with FlopCounterMode(display=False) as counter, _ElementwiseFlops() as elementwise, torch.no_grad():
                 outputs = model(*inputs)
         params = sum(_tensor_bytes(p) for p in itertools.chain(model.parameters(), model.buffers()))
-        return Footprint(_tensor_bytes(inputs) + _tensor_bytes(outputs) + params, float(counter.get_total_flops()))
+        return Footprint(_tensor_bytes(inputs) + _tensor_bytes(outputs) + params, float(counter.get_total_flops()),
+                         elementwise.flops)
     except Exception as exc:
         raise ProblemError(f"cannot run on the meta device: {type(exc).__name__}: {exc}") from exc
     finally:

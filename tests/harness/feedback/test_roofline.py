@@ -10,14 +10,22 @@ from kernelbench.bundled import bundled_problems, find_bundled
 
 
 @pytest.mark.parametrize("name, flops, min_bytes", [
-    ("relu", 0, 2 * 16 * 16384 * 4),                                      # elementwise: read + write, no FLOPs
+    ("relu", 0, 2 * 16 * 16384 * 4),                                      # elementwise: read + write
     ("Square_matrix_multiplication", 2 * 256**3, 3 * 256 * 256 * 4),      # 2 N^3 FLOPs, A + B + C
     ("Conv2d_standard", 2 * 4 * 16 * 30 * 30 * 3 * 3 * 3, (4 * 3 * 32 * 32 + 4 * 16 * 30 * 30 + 16 * 3 * 9) * 4),
     ("Gemm_BiasAdd_ReLU", 2 * 64 * 512 * 256, (64 * 512 + 64 * 256 + 256 * 512 + 256) * 4),
 ])
 def test_counts(name: str, flops: int, min_bytes: int) -> None:
     record = roofline(find_bundled(name), "cuda", {"gpu": "NVIDIA H100 80GB HBM3"}, 1.0, 0.5)
-    assert record["flops"] == flops and record["min_bytes"] == min_bytes
+    assert record["matmul_conv_flops"] == flops and record["min_bytes"] == min_bytes
+
+
+@pytest.mark.parametrize("name, elementwise", [("relu", 16 * 16384), ("Softmax", 16 * 16384),
+                                               ("Gemm_BiasAdd_ReLU", 64 * 256)])
+def test_elementwise_softmax_and_norm_problems_are_not_zero_flop(name: str, elementwise: int) -> None:
+    """One FLOP per element for every op the matmul/conv counter leaves out (issue 34: "0 FLOP" for a ReLU)."""
+    record = roofline(find_bundled(name), "cuda", {"gpu": "NVIDIA H100 80GB HBM3"}, 1.0, 0.5)
+    assert record["flops"] - record["matmul_conv_flops"] >= elementwise
 
 
 def test_every_bundled_problem_has_counts() -> None:
