@@ -64,7 +64,8 @@ class RunRecorder:
             return
         run_store.record_llm_call(self.sessions, self.run_id, self.problem, round_, purpose, slot, model, messages,
                                   reply, error)
-        entry = {"round": round_, "purpose": purpose, "slot": slot, "model": model, "messages": messages,
+        # counted from 1 in the transcript, as in every report and file name (the store keeps its own 0-based keys)
+        entry = {"round": round_ + 1, "purpose": purpose, "slot": slot + 1, "model": model, "messages": messages,
                  "reply": reply.content if reply else None, "error": error,
                  "usage": reply.usage.model_dump() if reply else None, "cost_usd": reply.cost_usd if reply else 0.0}
         with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
@@ -76,7 +77,7 @@ class RunRecorder:
         if self.stopped:
             return
         with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
-            transcript.write(json.dumps({"round": round_, "purpose": purpose, "note": text}) + "\n")
+            transcript.write(json.dumps({"round": round_ + 1, "purpose": purpose, "note": text}) + "\n")
 
     def save_candidate(self, round_: int, slot: int, source: str, repair: int = 0) -> Path:
         fix = f"_repair{repair}" if repair else ""
