@@ -60,13 +60,14 @@ def _flatten(output: Any) -> list[Any]:
 
 
 def _widened(value: Any) -> Any:
-    """Floating tensors in float64 (complex in complex128); everything else as it is."""
+    """Floating tensors in float64 (complex in complex128), every tensor a copy (a reference that writes into its
+    inputs never writes into the trial's); everything else as it is."""
     import torch
 
     if isinstance(value, torch.Tensor):
         if value.is_complex():
-            return value.to(torch.complex128)
-        return value.to(torch.float64) if value.is_floating_point() else value.clone()
+            return value.to(torch.complex128, copy=True)
+        return value.to(torch.float64, copy=True) if value.is_floating_point() else value.clone()
     if isinstance(value, (tuple, list)):
         return type(value)(_widened(v) for v in value)
     return value
@@ -103,8 +104,8 @@ def fp64_oracle(reference: ReferenceRun, threads: int = 1, trials: int | None = 
     with reference_threads(threads), torch.no_grad():
         for trial in inputs:
             try:
-                output = portable(model(*[_widened(v).to(device) if isinstance(v, torch.Tensor) else v
-                                          for v in trial]))
+                output = portable(model(*[v.to(device) if isinstance(v, torch.Tensor) else v
+                                          for v in _widened(list(trial))]))
             except Exception as exc:
                 return Oracle(None, f"the reference cannot run in float64: {type(exc).__name__}: {exc}")
             why = _precise(output)

@@ -153,3 +153,14 @@ def test_a_problem_at_half_precision_casts_parameters_and_inputs_and_keeps_its_o
     assert run_reference(at_precision(find_bundled("ReLU"), "bf16"), "cpu", 1, [2]).outputs[0].dtype == torch.bfloat16
     with pytest.raises(ValueError, match="fp8"):
         at_precision(gemm, "fp8")  # type: ignore[arg-type]
+
+
+IN_PLACE = CASTS_INSIDE.replace("return (x * 2).float()", "return x.mul_(2)").replace("torch.randn(8)",
+                                                                                     "torch.randn(8).double()")
+
+
+def test_the_oracle_never_writes_into_the_trial_inputs() -> None:
+    reference = run_reference(Problem(name="in_place", source=IN_PLACE), "cpu", 1, [2])
+    before = reference.trial_inputs[0][0].clone()
+    oracle = fp64_oracle(reference)
+    assert oracle.outputs is not None and torch.equal(reference.trial_inputs[0][0], before)
