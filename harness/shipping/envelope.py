@@ -178,6 +178,21 @@ def _declared(problem: Problem, shapes: Sequence[dict[str, int]]) -> list[ShapeV
     return found
 
 
+def parse_shapes(texts: Sequence[str]) -> list[dict[str, int]]:
+    """`--shapes batch_size=1,dim=4097` (the option repeated, or shapes separated by `;`) as declared sizes;
+    ValueError naming what is not `name=positive integer`."""
+    shapes = []
+    for text in (part for given in texts for part in given.split(";") if part.strip()):
+        shape = {}
+        for pair in (p for p in text.split(",") if p.strip()):
+            name, _, value = pair.partition("=")
+            if not name.strip() or not value.strip().isdigit() or int(value) < 1:
+                raise ValueError(f"--shapes {text.strip()!r}: {pair.strip()!r} is not name=positive integer")
+            shape[name.strip()] = int(value)
+        shapes.append(shape)
+    return shapes
+
+
 def variants(problem: Problem, shapes: Sequence[dict[str, int]] | None = None) -> list[ShapeVariant]:
     """The sizes to judge a candidate at besides the problem's own: `shapes` where the user declares them
     (ProblemError where a name is no size constant or the reference fails there), else the derived variants,

@@ -13,7 +13,7 @@ from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
 from harness.records import Verdict
 from harness.shipping.envelope import (DECLARED, LARGER, ODD, ONE, TILE_8, TILE_32, Envelope, VariantResult,
-                                       check_envelope, envelope_finding, own_sizes, variants)
+                                       check_envelope, envelope_finding, own_sizes, parse_shapes, variants)
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import measure
@@ -74,6 +74,15 @@ def test_declared_sizes_must_name_size_constants_the_reference_runs_at() -> None
         variants(problem, [{"dim": 7}])
     with pytest.raises(ProblemError, match="positive"):
         variants(problem, [{"dim": 0}])
+
+
+def test_shapes_as_a_user_declares_them() -> None:
+    assert parse_shapes(["batch_size=1,dim=4097", "dim=12; batch_size=3, dim=8"]) == [
+        {"batch_size": 1, "dim": 4097}, {"dim": 12}, {"batch_size": 3, "dim": 8}]
+    assert parse_shapes([]) == []
+    for wrong in ("dim", "dim=0", "dim=-3", "=4", "dim=4.5"):
+        with pytest.raises(ValueError, match="name=positive integer"):
+            parse_shapes([wrong])
 
 
 def test_the_finding_names_the_sizes_where_the_candidate_is_wrong() -> None:
