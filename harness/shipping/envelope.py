@@ -23,6 +23,8 @@ from pydantic import BaseModel, Field
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Finding, Verdict
+from harness.values.tensors import nbytes
+from harness.verification.reference import run_reference
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import Footprint, _scalable, measure, rewrite_constants, size_constants
 
@@ -140,12 +142,24 @@ def _proposals(sizes: dict[str, int]) -> list[tuple[str, list[dict[str, int]]]]:
     return proposals
 
 
-def _footprint(source: str) -> Footprint | None:
-    """What one forward costs at these sizes (on the meta device); None where the reference cannot run there."""
+def _footprint(source: str, on_meta: bool = True) -> Footprint | None:
+    """What one forward costs at these sizes, on the meta device, or by running the reference on the CPU where the
+    meta device cannot run it (bytes only: no FLOPs are counted there); None where the reference fails."""
+    if on_meta:
+        try:
+            return measure(source)
+        except ProblemError:
+            return None
     try:
-        return measure(source)
+        run = run_reference(Problem(name="envelope_variant", source=source), "cpu", 0, [0], vary_distributions=False)
     except ProblemError:
         return None
+    params = sum(p.numel() * p.element_size() for p in run.model.parameters())
+    return Footprint(nbytes(run.trial_inputs[0]) + nbytes(_tensors(run.outputs[0])) + params, 0.0)
+
+
+def _tensors(output: object) -> list[object]:
+    return [t for part in output for t in _tensors(part)] if isinstance(output, (list, tuple)) else [output]
 
 
 def _fits(footprint: Footprint, own: Footprint) -> bool:
@@ -171,7 +185,7 @@ def _declared(problem: Problem, shapes: Sequence[dict[str, int]]) -> list[ShapeV
             raise ProblemError(f"{problem.key}: declared sizes must be positive integers: {shape}")
         values = dict(own_sizes(problem), **shape)
         variant = _variant(problem, DECLARED, values)
-        if _footprint(variant.problem.source) is None:
+        if _footprint(variant.problem.source) is None and _footprint(variant.problem.source, on_meta=False) is None:
             raise ProblemError(f"{problem.key}: the reference does not run at the declared sizes "
                                f"{variant.described}")
         found.append(variant)
@@ -200,8 +214,10 @@ def variants(problem: Problem, shapes: Sequence[dict[str, int]] | None = None) -
     if shapes:
         return _declared(problem, shapes)
     sizes = own_sizes(problem)
-    own = _footprint(problem.source)
-    if not sizes or own is None:  # nothing to vary, or a reference the meta device cannot run: no envelope
+    own, on_meta = _footprint(problem.source), True
+    if own is None:  # the meta device cannot run this reference: each variant's is run on the CPU
+        own, on_meta = _footprint(problem.source, on_meta=False), False
+    if not sizes or own is None:  # nothing to vary, or a reference that does not run: no envelope
         return []
     found: list[ShapeVariant] = []
     seen = [sizes]
@@ -210,7 +226,7 @@ def variants(problem: Problem, shapes: Sequence[dict[str, int]] | None = None) -
             if values in seen:
                 continue
             variant = _variant(problem, label, values)
-            footprint = _footprint(variant.problem.source)
+            footprint = _footprint(variant.problem.source, on_meta)
             if footprint is not None and _fits(footprint, own):
                 found.append(variant)
                 seen.append(values)
@@ -238,7 +254,7 @@ def _result(variant: ShapeVariant, evaluation: Evaluation, seconds: float) -> Va
 def _no_variants(problem: Problem) -> str:
     if not own_sizes(problem):
         return "no variant: the problem has no module-level size constant to vary"
-    return "no variant: none the reference runs at on the meta device within twice the problem's size"
+    return "no variant: none the reference runs at within twice the problem's size"
 
 
 def check_envelope(problem: Problem, source: str, device: str = "cpu", policy: EvalPolicy | None = None,

@@ -63,6 +63,17 @@ def test_variants_the_reference_cannot_run_are_left_out() -> None:
     assert variants(Problem(name="fixed", source=NO_SIZES)) == []
 
 
+DATA_DEPENDENT = QUARTERS.replace("return x.view(x.shape[0], -1, 4).sum(-1)",
+                                  "return x.view(x.shape[0], -1, 4).sum(-1) * (2.0 if x.sum().item() > 1e9 else 1.0)")
+
+
+def test_a_reference_the_meta_device_cannot_run_is_run_on_the_cpu() -> None:
+    """`.item()` has no value on the meta device: each variant's reference runs on the CPU instead."""
+    problem = Problem(name="data_dependent", source=DATA_DEPENDENT)
+    assert {v.label: v.sizes for v in variants(problem)} == {v.label: v.sizes for v in variants(
+        Problem(name="quarters", source=QUARTERS))}
+
+
 def test_declared_sizes_must_name_size_constants_the_reference_runs_at() -> None:
     problem = Problem(name="quarters", source=QUARTERS)
     declared = variants(problem, [{"dim": 12}, {"batch_size": 3, "dim": 8}])
