@@ -247,8 +247,8 @@ def _timed(found: Sequence[ShapeVariant], count: int) -> set[int]:
 def _result(variant: ShapeVariant, evaluation: Evaluation, seconds: float) -> VariantResult:
     first = evaluation.reasons[0] if evaluation.reasons and evaluation.verdict is not Verdict.ACCEPTED else ""
     reason = first.strip().split("\n", 1)[0][:_REASON_CHARS]
-    return VariantResult(label=variant.label, sizes=variant.sizes, verdict=evaluation.verdict, reason=reason or None, speedup=evaluation.speedup,
-                         speedup_ci=evaluation.speedup_ci, seconds=round(seconds, 3))
+    return VariantResult(label=variant.label, sizes=variant.sizes, verdict=evaluation.verdict, reason=reason or None,
+                         speedup=evaluation.speedup, speedup_ci=evaluation.speedup_ci, seconds=round(seconds, 3))
 
 
 def _no_variants(problem: Problem) -> str:
