@@ -72,7 +72,7 @@ class Envelope(BaseModel):
 
     sizes: dict[str, int]  # the problem's own
     variants: list[VariantResult] = Field(default_factory=list)
-    skipped: list[str] = Field(default_factory=list)  # variants the reference failed at while judging
+    skipped: list[str] = Field(default_factory=list)  # what was not judged, and why (the reference failed there)
     seconds: float = 0.0
 
     @property
