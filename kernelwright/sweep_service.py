@@ -126,38 +126,17 @@ def _executor(config: SweepConfig) -> Executor:
 
 def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: ModelSpec, db_url: str | None,
               resume: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Start a sweep over `problems`, or with `resume` continue one from its stored SweepSpec (model options given
+    in `models` replace the stored ones); the summary of the finished sweep."""
     sessions = open_store(db_url, create=not resume)
     if resume:
-        run = run_store.get_run(sessions, resume)
-        if run is None or run.kind != "sweep":
-            raise UsageError(f"no sweep run {resume!r} in this store (see `kernelwright runs list`)")
-        spec = SweepSpec.from_stored(run.config)
-        config = spec.sweep
-        models = (spec.models or ModelSpec(model=run.model)).overridden_by(models)
+        run_id, spec, models = _resumed(sessions, resume, models)
         problems = queries.stored_problems(sessions, spec.fingerprints)
-        run_store.set_run_status(sessions, resume, "running")
-        run_id = resume
     else:
         if not problems:
             raise UsageError("give a problem folder (or --resume RUN_ID)")
-        device = resolve_device(config.device)
-        notice = device_notice(config.device, device)
-        if notice and progress:
-            progress(notice)
-        optimize = config.optimize.model_copy(update={"device": device}) if config.optimize else None
-        config = config.model_copy(update={"device": device, "optimize": optimize, "device_requested": config.device,
-                                           "device_name": device_name(device),
-                                           "problem_keys": [p.key for p in problems]})
-        if config.mode == "candidates" and not (config.candidates_dir and Path(config.candidates_dir).is_dir()):
-            raise UsageError(f"--solutions {config.candidates_dir}: not a folder")
-        _refuse_unallocatable(problems, device, config.policy.memory_limit_mb)
-        queries.add_problems(sessions, problems)
-        if config.mode == "optimize":
-            check_prices(build_models(models), None, progress)  # a bad endpoint: a usage error before the sweep
-        optimizing = config.mode == "optimize"
-        spec = SweepSpec(sweep=config, fingerprints=[p.fingerprint for p in problems],
-                         models=models.frozen() if optimizing else None)
-        run_id = run_store.create_run(sessions, "sweep", models.coder if optimizing else None, spec.model_dump())
+        run_id, spec = _started(sessions, problems, config, models, progress)
+    config = spec.sweep
     if progress:
         progress(f"sweep {run_id}: {len(problems)} problems on {config.device} ({config.mode}), "
                  f"{config.executor} executor, store {store_location(db_url)}")
@@ -176,3 +155,35 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
     run_store.set_run_status(sessions, run_id, "finished")
     return sweep_summary(sessions, run_id)
 
+
+def _resumed(sessions: Any, run_id: str, given: ModelSpec) -> tuple[str, SweepSpec, ModelSpec]:
+    """A stored sweep, marked running again, with its models (options given now replace the stored ones)."""
+    run = run_store.get_run(sessions, run_id)
+    if run is None or run.kind != "sweep":
+        raise UsageError(f"no sweep run {run_id!r} in this store (see `kernelwright runs list`)")
+    spec = SweepSpec.from_stored(run.config)
+    run_store.set_run_status(sessions, run_id, "running")
+    return run_id, spec, (spec.models or ModelSpec(model=run.model)).overridden_by(given)
+
+
+def _started(sessions: Any, problems: list[Problem], config: SweepConfig, models: ModelSpec,
+             progress: Callable[[str], None] | None) -> tuple[str, SweepSpec]:
+    """A new sweep run, stored with its spec once the device, the solutions folder, the problems' sizes and the
+    models' endpoint are known to work (a usage error leaves no run behind)."""
+    device = resolve_device(config.device)
+    notice = device_notice(config.device, device)
+    if notice and progress:
+        progress(notice)
+    optimize = config.optimize.model_copy(update={"device": device}) if config.optimize else None
+    config = config.model_copy(update={"device": device, "optimize": optimize, "device_requested": config.device,
+                                       "device_name": device_name(device), "problem_keys": [p.key for p in problems]})
+    if config.mode == "candidates" and not (config.candidates_dir and Path(config.candidates_dir).is_dir()):
+        raise UsageError(f"--solutions {config.candidates_dir}: not a folder")
+    _refuse_unallocatable(problems, device, config.policy.memory_limit_mb)
+    queries.add_problems(sessions, problems)
+    optimizing = config.mode == "optimize"
+    if optimizing:
+        check_prices(build_models(models), None, progress)  # a bad endpoint: a usage error before the sweep
+    spec = SweepSpec(sweep=config, fingerprints=[p.fingerprint for p in problems],
+                     models=models.frozen() if optimizing else None)
+    return run_store.create_run(sessions, "sweep", models.coder if optimizing else None, spec.model_dump()), spec
