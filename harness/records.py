@@ -119,6 +119,9 @@ class Evaluation(BaseModel):
     policy: dict[str, Any] = Field(default_factory=dict)
     roofline: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)  # profiler records (ncu), filled on demand
+    numerics: dict[str, Any] | None = None  # both sides' error against a float64 oracle (verification/oracle.py)
+    deterministic: bool | None = None  # a trial called twice on the same inputs gave the same bits
+    envelope: dict[str, Any] | None = None  # correctness (and speed) at other sizes (harness/shipping/envelope.py)
 
     @property
     def accepted(self) -> bool:

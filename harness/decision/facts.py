@@ -12,6 +12,7 @@ from harness.isolation.sandbox import ChildOutcome
 from harness.measurement.frozen_trials import CheckedTrials
 from harness.measurement.timed_calls import TimedRun
 from harness.records import Finding, TrialResult, Verdict
+from harness.verification.oracle import NumericalContract
 from harness.verification.reference import ReferenceRun
 
 
@@ -51,6 +52,8 @@ class Facts:
     outputs_count: int | None = None  # how many trials the candidate's outputs covered
     comparisons: list[Comparison] | None = None
     checked: CheckedTrials | None = None  # the parent-driven trials (calls, kernel calls, their own findings)
+    contract: NumericalContract | None = None  # both sides' error against a float64 run of the reference
+    deterministic: bool | None = None  # the trial called twice on the same inputs gave the same bits
     knockout_matched: bool | None = None  # forward, every kernel function poisoned, still gave the right answer
     census: dict[str, Any] | None = None  # PyTorch compute forward ran outside the kernels (child/census.py)
     degenerate: list[str] | None = None  # the canaries that pass every trial

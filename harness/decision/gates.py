@@ -19,6 +19,7 @@ from harness.defences import is_off
 from harness.measurement.frozen_trials import cache_finding
 from harness.policy import EvalPolicy
 from harness.records import Finding, Verdict
+from harness.verification.oracle import contract_finding, skipped_note
 from harness.verification.source_scan import scan_built_sources
 
 Gate = Callable[[Facts, EvalPolicy], Sequence[Finding]]
@@ -113,6 +114,24 @@ def correctness(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     return [Finding("correctness", f"trial {index + 1} of {len(comparisons)} ({c.trial.distribution} inputs)"
                     f"{' (on a repeated call)' if c.repeated else ''}: {c.trial.message}", verdict=Verdict.INCORRECT)
             for index, c in enumerate(comparisons) if not c.trial.passed]
+
+
+def numerical_contract(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """Against a float64 run of the reference: a candidate inside the tolerance whose error is far beyond the
+    reference's own is named (a note: the tolerance still decides)."""
+    contract = facts.contract
+    if contract is None:
+        return []
+    found = skipped_note(contract) if contract.skipped else \
+        contract_finding(contract.candidate, contract.reference, policy.oracle_multiple)
+    return [found] if found else []
+
+
+def determinism(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    if facts.deterministic is not False:
+        return []
+    return [_note("nondeterministic", "the trial called twice on the same inputs gave different bits (both "
+                  "within tolerance): results vary from run to run")]
 
 
 def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -222,8 +241,9 @@ def _reading(facts: Facts) -> TimingReading | None:
 # correctness (a candidate that mutates its inputs is rejected, whatever its answers were).
 GATES: tuple[Gate, ...] = (
     static_policy, limits, child_ended, kernel_built, built_sources, compile_only, tampering,
-    outputs_readable, call_protocol, trial_count, correctness, ghost_kernel, runtime_compute,
-    degenerate_problem, cached_answers, timing_protocol, timing_samples, timing_notes, protocol_statement,
+    outputs_readable, call_protocol, trial_count, correctness, numerical_contract, determinism, ghost_kernel,
+    runtime_compute, degenerate_problem, cached_answers, timing_protocol, timing_samples, timing_notes,
+    protocol_statement,
 )
 CORRECTNESS: tuple[Gate, ...] = (outputs_readable, call_protocol, trial_count, correctness)
 
