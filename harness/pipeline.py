@@ -13,13 +13,15 @@ import secrets
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from harness.child import job as J
 from harness.child.child_run import build_service, forkable, limits_for
 from harness.child.scratch import read_result, save_inputs, scratch_folder, scratch_full
-from harness.child.verdicts import log_tail, read_events
+from harness.child.verdicts import integrity_failures, log_tail, read_events
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import CORRECTNESS, child_ended, decide, timing_samples
 from harness.decision.timing_reading import read_timing, timing_record
@@ -35,11 +37,12 @@ from harness.isolation.shared_slots import SharedSlots
 from harness.isolation.timing_slot import checking_slot, timing_slot
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
 from harness.measurement.frozen_trials import run_trials
-from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
+from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError, combined
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Finding, Verdict, rendered
 from harness.verification.canaries import passing_canaries
 from harness.verification.compare import compare_trial
+from harness.verification.oracle import deterministic, numerical_contract
 from harness.verification.reference import ReferenceRun, run_reference
 from harness.verification.static_check import check_candidate
 from kernelbench.problem import Problem, ProblemError
@@ -127,6 +130,9 @@ def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: Ev
     evaluation.verdict, evaluation.findings = decision.verdict, decision.findings
     if facts.comparisons is not None and decision.decided_by is not child_ended:
         evaluation.trials = [c.trial for c in facts.comparisons]
+    if facts.contract is not None:
+        evaluation.numerics = facts.contract.model_dump()
+    evaluation.deterministic = facts.deterministic
     if facts.census and facts.census["ops"]:
         evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": facts.census["share"]}
     if facts.timed is None:
@@ -175,6 +181,7 @@ class _Run:
         self.phase: str | None = None  # "correctness" while the parent drives the trials
         self.failure: dict[str, Any] | None = None  # the child's own failure report
         self.stopped: str | None = None
+        self.more_sets: Callable[[ExitStack], _ProcessSet] | None = None  # starts another set of timed processes
 
     def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy, notes: list[Finding]) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
@@ -203,6 +210,7 @@ def _run_isolated(evaluation: Evaluation, facts: Facts, problem: Problem, source
             run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
             if policy.noise_floor:
                 run.ref_copy = stack.enter_context(_reference_session(problem, reference, job, policy))
+            run.more_sets = partial(_process_set, problem, source, reference, job, policy)
         say("building and running the candidate in an isolated process")
         session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds,
                                forkable=forkable(device), shared=_shared_slots(stack, reference, job, policy))
@@ -325,8 +333,7 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
     if run.ref_session is not None and not run.failure and not run.degenerate():  # a degenerate problem's speedup
         say("timing reference and candidate, each in its own process")  # would mean nothing
         try:
-            facts.timed = _time_both(session, run.ref_session, reference, policy, job, scratch, run.checked_side,
-                                     run.ref_copy)
+            facts.timed = _time_sets(session, run, reference, policy, job, scratch)
             phase_seconds["timing_wait"] = facts.timed.slot_wait_s
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
@@ -395,9 +402,91 @@ def _saved_outputs(facts: Facts, scratch: Path) -> list[Any] | None:
         return None
 
 
+@dataclass
+class _ProcessSet:
+    """A fresh set of timed processes: the candidate's (its own scratch folder, loading the cached build again),
+    the reference's and, with `noise_floor`, the reference's copy; each with its own input slots (CPU)."""
+
+    candidate: ChildSession
+    scratch: Path
+    ref: ChildSession
+    copy: ChildSession | None
+
+
+def _process_set(problem: Problem, source: str, reference: ReferenceRun, job: J.ChildJob, policy: EvalPolicy,
+                 stack: ExitStack) -> _ProcessSet:
+    """Started fresh, closed with `stack`. The candidate's source is the parent's copy, never the file its first
+    process could write, and its builds go through a build service of their own (cached: nothing is compiled
+    again, and the evaluation's own build records and limits stay those of its first process)."""
+    ref = stack.enter_context(_reference_session(problem, reference, job, policy))
+    copy = stack.enter_context(_reference_session(problem, reference, job, policy)) if policy.noise_floor else None
+    scratch = stack.enter_context(scratch_folder(problem, source, job))
+    save_inputs(scratch, reference, parent_calls=_parent_calls(job, policy))
+    candidate = ChildSession(scratch, limits_for(job.device, policy), "candidate",
+                             on_build=build_service(job.device, policy), forkable=forkable(job.device),
+                             shared=_shared_slots(stack, reference, job, policy))
+    stack.callback(candidate.close)
+    return _ProcessSet(candidate, scratch, ref, copy)
+
+
+def _set_policy(policy: EvalPolicy, sets: int) -> EvalPolicy:
+    """One set's share of the timing: the budget, the call counts and the checks split across the sets (their sum is
+    what one set had alone), at least 3 batches each, and the precision one set must reach for their mean to reach
+    `timing_precision`."""
+    if sets == 1:
+        return policy
+    return policy.model_copy(update={
+        "timing_budget_s": policy.timing_budget_s / sets, "timing_precision": policy.timing_precision * sets ** 0.5,
+        "min_timed_calls": max(3, -(-policy.min_timed_calls // sets)),
+        "max_timed_calls": max(3, -(-policy.max_timed_calls // sets)),
+        "timed_checks": -(-policy.timed_checks // sets), "timed_full_checks": -(-policy.timed_full_checks // sets)})
+
+
+def _time_sets(session: ChildSession, run: _Run, reference: ReferenceRun, policy: EvalPolicy, job: J.ChildJob,
+               scratch: Path) -> TimedRun:
+    """`process_pairs` independent sets of timed processes, one after the other, each on its share of the budget
+    (`_set_policy`): the first is the candidate's checked process with the references started beside it, each
+    further one fresh (`_process_set`), timed and closed before the next starts. A rerun gets other processes; so
+    does each set, and the interval reads the spread between them (harness/decision/timing_reading.py)."""
+    sets = policy.process_pairs if run.more_sets is not None else 1
+    share = _set_policy(policy, sets)
+    assert run.ref_session is not None
+    runs = [_time_both(session, run.ref_session, reference, share, job, scratch, run.checked_side, run.ref_copy)]
+    planned = len(runs[0].ref_ms) if runs[0].pilot_batches else None  # its pilot's prediction serves every set
+    while len(runs) < sets and not runs[-1].failures and run.more_sets is not None:
+        runs.append(_time_fresh_set(run.more_sets, reference, share, job, planned))
+    return combined(runs)
+
+
+def _time_fresh_set(start: Callable[[ExitStack], _ProcessSet], reference: ReferenceRun, policy: EvalPolicy,
+                    job: J.ChildJob, planned: int | None) -> TimedRun:
+    """One fresh set timed: its candidate loaded, timed with every check of the first set (probes, full checks,
+    held outputs, aliasing, mutation), then finished, what it observed in itself (replaced functions, threads) a
+    failure of the timing like any other. A candidate that fails here fails the evaluation."""
+    with ExitStack() as stack:
+        fresh = start(stack)
+        loaded = fresh.candidate.request(P.Load())
+        if "failed" in loaded:
+            raise ChildFailed(loaded, reference=False)
+        timed = _time_both(fresh.candidate, fresh.ref, reference, policy, job, fresh.scratch, None, fresh.copy,
+                           planned)
+        if timed.failures:
+            return timed
+        finished = fresh.candidate.request(P.Finish())
+        if "failed" in finished:
+            raise ChildFailed(finished, reference=False)
+        result = read_result(fresh.scratch)
+        if result is None:
+            timed.failures.append(Finding("timing", "a fresh process of the candidate, timed as another set, left no "
+                                          "result"))
+        else:
+            timed.failures += integrity_failures(result, reference, policy)
+        return timed
+
+
 def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
                job: J.ChildJob, scratch: Path, checked: FrozenSide | None = None,
-               copy: ChildSession | None = None) -> TimedRun:
+               copy: ChildSession | None = None, planned: int | None = None) -> TimedRun:
     """The reference's children load before the device's timing slot is taken: the slot only covers measuring."""
     references = (ref,) if copy is None else (ref, copy)
     for child in references:
@@ -407,6 +496,7 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
                         checked, copy)
     except TimingProtocolError as exc:
         raise ProblemError(f"timing cannot run here: {exc}") from None
+    timing.planned = planned
     try:
         if any("failed" in child.request(P.Load()) for child in references):
             raise ProblemError("the reference failed to load in its timing process")
@@ -455,3 +545,7 @@ def _compare_outputs(facts: Facts, outputs: Any, reference: ReferenceRun, policy
         trial = next((r for r in results if not r.passed), results[0])
         trial.distribution = reference.distributions[index]
         facts.comparisons.append(Comparison(trial, repeated=not trial.passed and results[0].passed and len(results) > 1))
+    if all(c.trial.passed for c in facts.comparisons):  # correct: how close to a float64 run, and repeatable?
+        firsts = [(got if isinstance(got, list) and got else [got])[0] for got in outputs]
+        facts.contract = numerical_contract(reference, firsts, policy.cpu_threads, policy.oracle_multiple)
+        facts.deterministic = deterministic(outputs) if facts.checked is not None else None

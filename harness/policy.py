@@ -71,6 +71,11 @@ class EvalPolicy(BaseModel):
     noise_floor: bool = Field(True, description="Time a second reference process in the same rotation (A/A): the "
                               "speedup's interval is widened by how far two identical processes disagree, and a "
                               "speedup counts only where that interval clears 1.")
+    process_pairs: int = Field(3, ge=1, le=8, description="Independent sets of timed processes (reference, "
+                               "candidate and, with noise_floor, the reference's copy: fresh processes, fresh "
+                               "allocations) the timing budget is split across, as pyperf spreads a benchmark over "
+                               "worker processes; the interval then holds what a rerun prints, not only what one set's "
+                               "batches say (harness/measurement/noise.py rerun_interval). 1: one set, as before.")
     skip_timing: bool = Field(False, description="Decide correctness only (no speedup).")
     envelope: bool = Field(True, description="Also check correctness at variants of the problem's own sizes (odd "
                            "sizes, non-multiples of 8/32/128, a smaller and a larger batch) and time the candidate at "

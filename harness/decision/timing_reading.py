@@ -1,5 +1,12 @@
 """What a timed run says about speed: the samples believed, the speedup and its interval, widened by the A/A
-noise floor where a copy of the reference was timed beside it. Pure arithmetic over a `TimedRun`."""
+noise floor where a copy of the reference was timed beside it and, where several independent process sets were
+timed (`EvalPolicy.process_pairs`), by the spread between them, so that it holds what a rerun prints
+(harness/measurement/noise.py `rerun_interval`). Pure arithmetic over a `TimedRun`.
+
+Measured (A/A: each bundled problem's own Model as the candidate, harness/measurement/self_check.py, so the truth
+is 1.0; 2 shared CPU cores under the load of several other sessions, 4 evaluations per problem on 6 problems):
+(measured below, once the A/A study has run)
+"""
 
 from __future__ import annotations
 
@@ -8,7 +15,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.measurement.noise import noise_findings, significant, spread, widened
+from harness.measurement.noise import noise_findings, rerun_interval, significant, spread, widened
 from harness.measurement.timed_calls import TimedRun
 from harness.measurement.timed_checks import PROBE_POSITIONS
 from harness.measurement.timing import believed_samples, speedup_interval, summarize
@@ -61,7 +68,38 @@ def read_timing(timed: TimedRun) -> TimingReading | None:
         reading.precision.update({"aa_ratio": round(aa_ratio, 4), "aa_ci": [round(v, 4) for v in aa],
                                   "between_process_spread": round(math.expm1(spread(aa)), 4)})
         reading.noise = noise_findings(aa_ratio, aa, timed.load)
+    if len(timed.sets) > 1:
+        _between_sets(reading, timed.sets)
     return reading
+
+
+def _median_ratio(top: list[float], bottom: list[float]) -> float | None:
+    return statistics.median(top) / max(statistics.median(bottom), 1e-9) if top and len(top) == len(bottom) else None
+
+
+def _between_sets(reading: TimingReading, sets: list[TimedRun]) -> None:
+    """The speedup and interval from the independent process sets: each set's own speedup (and A/A ratio), their
+    geometric mean, and an interval for a rerun that is never tighter than the within-run one."""
+    speedups, aa_ratios = [], []
+    for one in sets:
+        ref = one.ref_event_ms if reading.events else one.ref_ms
+        speedup = _median_ratio(ref, one.candidate_event_ms if reading.events else one.candidate_ms)
+        if speedup is None:
+            return  # a set without samples of both sides: the within-run reading stands
+        speedups.append(speedup)
+        aa = _median_ratio(ref, one.copy_event_ms if reading.events else one.copy_ms)
+        if aa is not None:
+            aa_ratios.append(aa)
+    rerun = rerun_interval(speedups, aa_ratios if len(aa_ratios) == len(sets) else [], reading.interval)
+    within = reading.within_run
+    reading.speedup, reading.interval = rerun.speedup, rerun.interval
+    reading.precision.update({
+        "process_sets": len(sets), "set_speedups": [round(v, 4) for v in speedups],
+        "set_aa_ratios": [round(v, 4) for v in aa_ratios], "pids": [list(one.pids) for one in sets],
+        "within_run_spread": round(math.sqrt(within[1] / max(within[0], 1e-12)) - 1, 4),
+        "between_set_spread": None if rerun.between_sd is None else round(math.expm1(rerun.between_sd), 4),
+        "rerun_ci": [round(v, 4) for v in rerun.interval], "rerun_df": rerun.df,
+        "floored_by_within_run": rerun.floored})
 
 
 def catch_probability(checked_calls: int) -> float:
@@ -86,6 +124,7 @@ def timing_record(timed: TimedRun, reading: TimingReading) -> dict[str, Any]:
         "clock_speedup": round(statistics.median(timed.ref_ms) / max(statistics.median(timed.candidate_ms), 1e-9), 4),
         "parent_reads": timed.parent_reads,  # inputs written and outputs read by the parent, children frozen
         "batch_size": timed.batch_size, "batches": len(reading.ref), "calls_per_model": timed.total_calls,
+        "process_sets": max(len(timed.sets), 1),
         "pipe_overhead_ms": round(timed.overhead_ms, 4), "timed_outputs_checked": timed.checked_calls,
         "positions_per_check": PROBE_POSITIONS, "timed_outputs_compared_in_full": timed.full_checks,
         "p_catch_1pct_cache_hits": round(catch_probability(timed.checked_calls), 3),

@@ -76,3 +76,57 @@ def noise_findings(aa_ratio: float, aa_interval: tuple[float, float],
         reasons.append(Finding("noise", f"other tasks waited for a CPU {max(pressures):.0f}% of the time while this was timed "
                        "(PSI cpu pressure): rerun on a quieter machine for a tighter interval"))
     return reasons
+
+
+# Student's t, 97.5th percentile, by degrees of freedom (a two-sided 95% interval); past 10, 1.96 + 2.4/df is within
+# 0.005 of the table
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def t975(df: int) -> float:
+    return _T975.get(df, 1.96 + 2.4 / max(df, 1))
+
+
+@dataclass(frozen=True)
+class RerunSpread:
+    """What several independent process sets say about a rerun (`rerun_interval`)."""
+
+    speedup: float  # the geometric mean of the sets' speedups
+    interval: tuple[float, float]  # where a rerun's speedup lands 95% of the time, never tighter than `floor`
+    between_sd: float | None  # one set's log-speedup spread from set to set; None with nothing to estimate it
+    df: int  # its degrees of freedom: sets - 1, plus one per A/A ratio
+    floored: bool  # the within-run interval (widened by the A/A floor) was the wider
+
+
+def rerun_interval(speedups: list[float], aa_ratios: list[float],
+                   floor: tuple[float, float]) -> RerunSpread:
+    """A 95% interval for what a rerun prints, from `speedups`, one per independent set of processes (fresh
+    reference, candidate and copy processes: a fresh placement, allocation and memory layout each), and
+    `aa_ratios`, the A/A ratio (reference over its copy) of each set, whose truth is 1.0.
+
+    Every set's log speedup is the truth plus what its processes add (layout, placement, cache and frequency state)
+    plus its batches' noise; the sets' spread around their mean estimates that variance with sets - 1 degrees of
+    freedom, and each A/A ratio, two processes of the same computation, adds one more (its mean is known: 0). Their
+    pooled variance `v` gives a prediction interval for a rerun of as many sets: mean +- t(df) * sqrt(2 v / sets),
+    the 2 because the printed value and the rerun each carry their own sets' noise (an interval for the truth,
+    +- 1.96 sd, holds a rerun only 83% of the time). The result is never tighter than `floor`, the within-run
+    interval widened by the A/A spread (harness/measurement/noise.py `widened`): identical sets leave that as it is.
+
+    Measured on this 2-core shared machine (the bundled problems' self-check, see harness/decision/timing_reading.py
+    for the numbers): one set per evaluation held a rerun in the first interval far less often than 95%.
+    """
+    if not speedups:
+        raise ValueError("a rerun interval needs at least one set")
+    logs = [math.log(max(s, 1e-12)) for s in speedups]
+    centre = sum(logs) / len(logs)
+    aa = [math.log(max(a, 1e-12)) for a in aa_ratios]
+    df = len(logs) - 1 + len(aa)
+    speedup = math.exp(centre)
+    if df < 1 or len(logs) < 2:  # one set: nothing between sets to measure, the floor is all there is
+        return RerunSpread(speedup, floor, None, df, True)
+    variance = (sum((v - centre) ** 2 for v in logs) + sum(v * v for v in aa)) / df
+    half = t975(df) * math.sqrt(2 * variance / len(logs))
+    low, high = speedup * math.exp(-half), speedup * math.exp(half)
+    floored = low >= floor[0] and high <= floor[1]
+    return RerunSpread(speedup, (min(low, floor[0]), max(high, floor[1])), math.sqrt(variance), df, floored)
+

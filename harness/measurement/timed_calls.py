@@ -64,6 +64,31 @@ class TimedRun:
     copy_event_ms: list[float] = field(default_factory=list)  # (the A/A noise floor: harness/measurement/noise.py)
     held_checks: int = 0  # held outputs re-read after later batches (harness/measurement/held_outputs.py)
     load: tuple[Load, Load] | None = None  # the machine's own accounts, before and after timing
+    pids: tuple[int, ...] = ()  # the processes timed: reference, candidate[, copy]
+    sets: list["TimedRun"] = field(default_factory=list)  # the independent process sets combined here (`combined`)
+
+
+def combined(runs: list[TimedRun]) -> TimedRun:
+    """One record of several independent process sets (`EvalPolicy.process_pairs`), each timed on its own share of
+    the budget: their samples one after the other, their counts and failures added up, and the sets themselves in
+    `sets`, from which harness/decision/timing_reading.py reads the spread between them."""
+    first = runs[0]
+    kernel_calls = [r.kernel_calls for r in runs if r.kernel_calls is not None]
+    return TimedRun(
+        ref_ms=[v for r in runs for v in r.ref_ms], candidate_ms=[v for r in runs for v in r.candidate_ms],
+        batch_size=first.batch_size, overhead_ms=statistics.fmean(r.overhead_ms for r in runs),
+        checked_calls=sum(r.checked_calls for r in runs), full_checks=sum(r.full_checks for r in runs),
+        pilot_batches=sum(r.pilot_batches for r in runs), pilot_half_width=first.pilot_half_width,
+        total_calls=sum(r.total_calls for r in runs), failures=[f for r in runs for f in r.failures],
+        slot_wait_s=sum(r.slot_wait_s for r in runs), frozen_builds=sum(r.frozen_builds for r in runs),
+        parent_reads=all(r.parent_reads for r in runs), kernel_calls=sum(kernel_calls) if kernel_calls else None,
+        candidate_calls=sum(r.candidate_calls for r in runs),
+        ref_event_ms=[v for r in runs for v in r.ref_event_ms],
+        candidate_event_ms=[v for r in runs for v in r.candidate_event_ms],
+        copy_ms=[v for r in runs for v in r.copy_ms], copy_event_ms=[v for r in runs for v in r.copy_event_ms],
+        held_checks=sum(r.held_checks for r in runs),
+        load=(first.load[0], runs[-1].load[1]) if first.load and runs[-1].load else first.load,
+        pids=tuple(pid for r in runs for pid in r.pids), sets=list(runs))
 
 
 R = TypeVar("R", bound=P.Reply)
@@ -225,8 +250,10 @@ class Timing:
         self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if pool_seed is None else pool_seed)
         self.tolerances = trial_tolerances(reference, policy)
         self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
-        self.run = TimedRun(parent_reads=self.frozen)
+        self.run = TimedRun(parent_reads=self.frozen,
+                            pids=tuple(s.proc.pid for s in (ref, cand, copy) if s is not None))
         self.values: list[list[Any]] | None = None  # the current batch's inputs (CPU), written to both children
+        self.planned: int | None = None  # batches an earlier set's pilot predicted: no pilot of its own
 
     def recipes(self, count: int) -> list[Any]:
         """Fresh calls on the problem's own input distribution: the trials that reshape it (spiky, heavy-tailed,
@@ -308,8 +335,18 @@ class Timing:
             if failure:
                 self.run.failures.append(failure)
                 return self.run
+            if held:
+                self._hold_alike(self.cand.side)
         self.run.held_checks = held.checked if held else 0
         return self.run
+
+    def _hold_alike(self, checked: FrozenSide) -> None:
+        """The reference's processes keep the same calls' outputs as the candidate's: holding memory costs page
+        faults in a process whose heap has not grown yet (a fresh set's candidate read 0.6-0.9x against its own
+        reference where only it held), and what the check costs must not be charged to the candidate alone."""
+        for side in (self.ref, self.copy):
+            if isinstance(side, ParentSide):
+                side.side.to_hold, side.side.to_release = list(checked.to_hold), list(checked.to_release)
 
     def _full_checks(self) -> int:
         """timed_full_checks, but no more than 512 MB of outputs compared in full (at least 2): a full check
@@ -336,6 +373,8 @@ class Timing:
         batches whose samples are discarded (its calls are unchecked, so they must not count): the interval
         narrows as 1/sqrt(batches)."""
         pilot = self.policy.min_timed_calls
+        if self.planned:  # another set of processes of this evaluation ran the pilot
+            return min(most, max(self.planned, pilot))
         if not self.policy.timing_precision or most < 2 * pilot:
             return most
         ref, cand = [], []
