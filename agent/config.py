@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from harness.device import Device
 from harness.policy import EvalPolicy
 
 
 class OptimizeConfig(BaseModel):
     """What an `optimize` run may do and spend."""
 
-    device: str = Field("cpu", description="cpu or cuda: where candidates are built, checked and timed.")
+    device: Device = Field("cpu", description="cpu or cuda: where candidates are built, checked and timed.")
     rounds: int = Field(4, ge=1, description="Rounds, the seed round included.")
     candidates: int = Field(1, ge=1, description="Candidates per round (best-of-N): written concurrently, built in "
                                                           "parallel, timed one at a time.")

@@ -14,10 +14,10 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent.llm import LLMReply, Message
 from agent.run_spec import ProblemRef, RunSpec, code_version
-from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.records import Evaluation
 from kernelbench.problem import Problem
+from reports.optimize_report import optimize_markdown
 from store import record_evaluation
 from store import runs as run_store
 from store.results import add_problem, problem_by_fingerprint
@@ -129,7 +129,8 @@ class RunRecorder:
         if result.best is not None:
             best_path = self.folder / "best.py"
             best_path.write_text(result.best.attempt.source)
-        (self.folder / "report.md").write_text(self._report(result))
+        (self.folder / "report.md").write_text(optimize_markdown(self.run_id, self.problem.key, self.config.device,
+                                                                   self.totals(), result))
         run_store.set_run_status(self.sessions, self.run_id, result.status)
         totals = self.totals()
         best = None if result.best is None else {"verdict": result.best.attempt.verdict,
@@ -138,28 +139,6 @@ class RunRecorder:
         return {"run_id": self.run_id, "status": result.status, "message": result.message,
                 "problem": self.problem.key, "best": best,
                 **totals, "folder": str(self.folder), "seconds": _split(result.seconds)}
-
-    def _report(self, result: RunResult) -> str:
-        totals = self.totals()
-        lines = [f"# optimize {self.problem.key}", "", f"run `{self.run_id}`, status **{result.status}**, "
-                 f"device {self.config.device}, {totals['llm_calls']} LLM calls, "
-                 f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens, ${totals['cost_usd']:.4f}", "",
-                 "| round | candidate | verdict | speedup | first reason |", "|---|---|---|---|---|"]
-        for o in result.outcomes:
-            speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
-            first = headline(o.attempt.reasons[0], o.attempt.source, 160) if o.attempt.reasons else ""
-            reason = first.replace("|", "\\|").replace("\n", " ")
-            slot = f"{o.slot + 1}" + (f" (repair {o.repair})" if o.repair else "")
-            lines.append(f"| {o.round + 1} | {slot} | {o.attempt.verdict} | {speed} | {reason} |")
-        if result.message:
-            lines += ["", f"Stopped: {result.message}"]
-        if result.notes:
-            lines += ["", "Notes:", *(f"- {note}" for note in result.notes)]
-        if result.best:
-            lines += ["", f"Best: round {result.best.round + 1}, {result.best.attempt.speedup:.3f}x, saved as `best.py`."]
-        else:
-            lines += ["", "No candidate was accepted."]
-        return "\n".join(lines) + "\n"
 
 
 def stored_spec(sessions: sessionmaker[Session], run_id: str) -> RunSpec:

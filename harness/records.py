@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from harness.device import Device
+
 
 class Verdict(StrEnum):
     ACCEPTED = "accepted"
@@ -32,6 +34,8 @@ class Unjudged(StrEnum):
     UNPARSEABLE = "unparseable"  # the reply had no complete ModelNew file
     MISSING = "missing"  # no solution file matches the problem
     PROBLEM_ERROR = "problem_error"  # the problem itself is broken (its reference fails)
+    NOT_EVALUATED = "not evaluated"  # a parsed kernel the run stopped before evaluating
+    NO_BASELINE = "no_baseline"  # an accepted kernel with no torch.compile time to compare against
 
 
 OUTCOMES = [v.value for v in Verdict] + [u.value for u in Unjudged]
@@ -104,7 +108,7 @@ class Evaluation(BaseModel):
     problem_name: str
     problem_fingerprint: str
     candidate_hash: str
-    device: str
+    device: Device
     device_info: dict[str, Any] = Field(default_factory=dict)
     speedup: float | None = None
     speedup_ci: tuple[float, float] | None = None  # 95%, widened by the A/A spread where the noise floor ran

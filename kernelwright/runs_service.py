@@ -73,7 +73,7 @@ def best_evaluation(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(accepted, key=lambda e: e["speedup"]) if accepted else None
 
 
-NOT_EVALUATED = "not evaluated"  # a parsed kernel the run stopped before evaluating (not yet an Unjudged member)
+NOT_EVALUATED = Unjudged.NOT_EVALUATED
 
 
 def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:

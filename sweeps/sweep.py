@@ -262,4 +262,4 @@ def _against_compile(problems: list[dict[str, Any]], baselines: dict[str, Baseli
     return rows
 
 
-NO_BASELINE = "no_baseline"  # an accepted kernel with no torch.compile time to compare against
+NO_BASELINE = Unjudged.NO_BASELINE

@@ -9,6 +9,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from harness.device import Device
 from harness.policy import EvalPolicy
 from harness.records import Evaluation
 from kernelbench.problem import Problem
@@ -19,7 +20,7 @@ class EvalTask:
     key: str  # a label for progress and results, e.g. the problem key
     problem: Problem
     source: str
-    device: str
+    device: Device
     policy: EvalPolicy
 
 
