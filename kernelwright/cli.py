@@ -62,16 +62,22 @@ def eval_command(
     no_store: Annotated[bool, flag("--no-store", help="Do not record the result.")] = False,
     profile: Annotated[bool, flag("--profile", help="Store Nsight Compute metrics of an accepted CUDA "
                                                     "kernel.")] = False,
+    shapes: Annotated[Optional[list[str]], typer.Option(
+        "--shapes", metavar="NAME=N,...", help="Sizes your callers send (the problem's size constants), checked "
+        "and timed beside the problem's own; repeat for several. Default: odd sizes, non-multiples of 8/32/128, "
+        "a smaller and a larger batch.")] = None,
+    no_envelope: Annotated[bool, flag("--no-envelope", help="Check the problem's own sizes only (KernelBench's "
+                                                            "number).")] = False,
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     from kernelwright import render
     from kernelwright.eval_service import eval_holds, eval_policy, judge
 
     policy = eval_policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
-                         build_timeout_s=build_timeout)
+                         build_timeout_s=build_timeout, envelope=not no_envelope)
     with progress("evaluating") as say:
         outcome = judge(problem, candidate, self_check, device, policy, db, shrink=shrink, store=not no_store,
-                        progress=say, profile=profile)
+                        progress=say, profile=profile, shapes=shapes)
     render.print_evaluation(outcome, json_output, self_check)
     exit_unless(eval_holds(outcome, self_check))
 

@@ -9,6 +9,7 @@ from harness import EvalPolicy, Evaluation, evaluate
 from harness.device import device_notice, resolve_device
 from harness.pipeline import Progress
 from harness.execution.profile import profile_accepted
+from harness.shipping.envelope import attach_envelope
 from kernelbench.bundled import resolve_problem
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import ShrinkResult, shrink_problem
@@ -96,7 +97,7 @@ def eval_policy(level: str, **fields: object) -> EvalPolicy:
 
 def judge(problem_spec: str, candidate_path: Path | None, self_check: bool, device: str, policy: EvalPolicy,
           db_url: str | None, shrink: bool = False, store: bool = True, progress: Progress | None = None,
-          profile: bool = False) -> EvalOutcome:
+          profile: bool = False, shapes: list[str] | None = None) -> EvalOutcome:
     """`kernelwright eval`: judge a candidate file, or with `self_check` time the problem against itself."""
     if self_check == (candidate_path is not None):
         raise UsageError("give a CANDIDATE file to judge, or --self-check to time the problem against itself (not "
@@ -105,7 +106,7 @@ def judge(problem_spec: str, candidate_path: Path | None, self_check: bool, devi
         return run_self_check(problem_spec, device, policy, shrink=shrink, progress=progress)
     assert candidate_path is not None
     return run_eval(problem_spec, candidate_path, device, policy, db_url, shrink=shrink, store=store,
-                    progress=progress, profile=profile)
+                    progress=progress, profile=profile, shapes=shapes)
 
 
 def eval_holds(outcome: EvalOutcome, self_check: bool) -> bool:
@@ -115,13 +116,17 @@ def eval_holds(outcome: EvalOutcome, self_check: bool) -> bool:
 
 def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalPolicy, db_url: str | None,
              shrink: bool = False, store: bool = True, progress: Progress | None = None,
-             profile: bool = False) -> EvalOutcome:
+             profile: bool = False, shapes: list[str] | None = None) -> EvalOutcome:
     source = read_candidate(candidate_path)
     problem, shrunk = target_problem(problem_spec, shrink)
+    declared = _declared_shapes(problem, shapes)
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
     resolved = resolve_device(device)
     refuse_unallocatable(problem, resolved, policy.memory_limit_mb)
     evaluation = evaluate(problem, source, resolved, policy, progress=progress)
+    # correct at the problem's own shape: and at the sizes around it (timed at one where the user declared them)?
+    attach_envelope(evaluation, problem, source, resolved, policy, declared, timed=1 if declared else 0,
+                    progress=progress)
     if profile:
         if progress and evaluation.accepted and resolved == "cuda":
             progress("profiling the accepted kernel with Nsight Compute")
@@ -133,6 +138,23 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     if sessions is not None:
         evaluation_id = record_evaluation(sessions, problem, source, evaluation, origin=str(candidate_path))
     return EvalOutcome(problem, evaluation, evaluation_id, shrunk)
+
+
+def _declared_shapes(problem: Problem, shapes: list[str] | None) -> list[dict[str, int]] | None:
+    """`--shapes NAME=N,...` as size dicts, checked against the problem before anything runs; a usage error that
+    says what is wrong."""
+    from harness.shipping.envelope import parse_shapes, variants
+
+    if not shapes:
+        return None
+    try:
+        declared = parse_shapes(shapes)
+        variants(problem, declared)  # names that are no size constant, sizes the reference cannot run
+    except ValueError as exc:
+        raise UsageError(f"{exc} (write NAME=N,NAME=N, e.g. --shapes batch_size=3,dim=1000)") from None
+    except ProblemError as exc:
+        raise UsageError(f"--shapes: {exc}") from None
+    return declared
 
 
 def run_self_check(problem_spec: str, device: str, policy: EvalPolicy, shrink: bool = False,

@@ -101,9 +101,23 @@ def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
                                     f"{kernel.get('spill_store_bytes', 0)} B spilled")
     table.add_row("network", str(evaluation.isolation.get("network", "-")))
     table.add_row("time", f"{evaluation.phase_seconds.get('total', 0):.1f} s")
+    for line in envelope_lines(evaluation.envelope):
+        table.add_row("envelope", escape(line))
     for reason in evaluation.reasons:
         table.add_row("reason", escape(reason if len(reason) < 4000 else reason[:4000] + " ..."))
     return table
+
+
+def envelope_lines(envelope: dict[str, Any] | None) -> list[str]:
+    """One line per size checked beside the problem's own: the sizes, the verdict, the speedup where timed."""
+    if not envelope:
+        return []
+    lines = []
+    for variant in envelope.get("variants", []):
+        sizes = " ".join(f"{k}={v}" for k, v in variant["sizes"].items())
+        speed = f", {variant['speedup']:.3f}x" if variant.get("speedup") is not None else ""
+        lines.append(f"{variant['label']} ({sizes}): {variant['verdict']}{speed}")
+    return lines + [f"not checked: {reason}" for reason in envelope.get("skipped", [])]
 
 
 def build_label(build: dict[str, Any]) -> str:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
-from harness.records import Evaluation, Finding, Verdict
+from harness.records import Evaluation, Finding, Verdict, rendered
 from harness.values.tensors import nbytes
 from harness.verification.reference import run_reference
 from kernelbench.problem import Problem, ProblemError
@@ -297,3 +297,19 @@ def envelope_finding(envelope: Envelope) -> Finding | None:
                       + (f", {r.reason}" if r.reason else "") for r in wrong)
     return Finding("envelope", f"wrong at {len(wrong)} of {len(envelope.variants)} other sizes: {named}. The verdict "
                    "at the problem's own shape stands; at the sizes named, call the reference", fatal=False, lead=True)
+
+
+def attach_envelope(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
+                    shapes: Sequence[dict[str, int]] | None = None, timed: int = 0,
+                    progress: Progress | None = None) -> Envelope | None:
+    """The envelope of an accepted evaluation, recorded on it: `evaluation.envelope`, and the `[envelope]` note
+    among its findings and reasons where the candidate is wrong at some size. Nothing where the policy does not
+    ask for it or the candidate was not accepted at its own shape."""
+    if not policy.envelope or not evaluation.accepted:
+        return None
+    envelope = check_envelope(problem, source, device, policy, variants(problem, shapes), timed, progress)
+    evaluation.envelope = envelope.model_dump()
+    if envelope.finding is not None:
+        evaluation.findings.append(envelope.finding)
+        evaluation.reasons = rendered(evaluation.findings)
+    return envelope

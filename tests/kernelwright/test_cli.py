@@ -31,6 +31,9 @@ def test_eval_json_contract_and_exit_codes(tmp_path: Path) -> None:
     assert data["verdict"] == "accepted"
     assert [r for r in data["reasons"] if not r.startswith("[noise]")] == []  # a loaded machine may say so
     assert data["speedup"] > 0 and data["ref_ms"] > 0 and data["candidate_ms"] > 0
+    variants = data["envelope"]["variants"]  # correct at the sizes around the problem's own too
+    assert variants and all(v["verdict"] == "accepted" for v in variants), variants
+    assert any(v["sizes"]["dim"] % 8 for v in variants)
     not_accepted = _run("eval", "gelu", str(RELU_CANDIDATE), "--device", "cpu", "--json", "--db", db)
     assert not_accepted.returncode == 1
     data = json.loads(not_accepted.stdout)
@@ -61,6 +64,8 @@ def test_candidate_without_model_new_is_a_verdict_not_a_traceback(tmp_path: Path
     (("eval", "no_such_problem", str(RELU_CANDIDATE)), "neither a problem file nor a bundled problem"),
     (("eval", "relu", str(RELU_CANDIDATE), "--device", "tpu"), "choose one of"),
     (("eval", "relu", str(RELU_CANDIDATE), "--db", "not a url"), "not a database URL"),
+    (("eval", "relu", str(RELU_CANDIDATE), "--shapes", "dim=many"), "is not name=positive integer"),
+    (("eval", "relu", str(RELU_CANDIDATE), "--shapes", "width=7", "--no-store"), "not among its size constants"),
     (("problems", "list", "/no/such/folder"), "no such file or folder"),
 ])
 def test_usage_errors_exit_2_with_a_message(args: tuple[str, ...], message: str) -> None:
