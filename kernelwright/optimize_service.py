@@ -143,7 +143,23 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
                        optimize=config)
         recorder = RunRecorder.start(sessions, problem, spec, home())
     _note_unpriced(recorder, missing)
-    return _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
+    summary = _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
+    return _with_envelope(summary, problem, recorder.spec.optimize, progress)
+
+
+def _with_envelope(summary: dict[str, Any], problem: Problem, config: OptimizeConfig,
+                   progress: Progress | None) -> dict[str, Any]:
+    """The best kernel checked at the sizes around the problem's own (correctness only: a few seconds), so the
+    user sees where it holds before shipping it (harness/shipping/envelope.py)."""
+    from harness.shipping.envelope import check_envelope
+
+    best = summary.get("best")
+    if not best or not best.get("path") or not config.policy.envelope or summary.get("status") == "interrupted":
+        return summary
+    envelope = check_envelope(problem, Path(best["path"]).read_text(), config.device, config.policy, timed=0,
+                              progress=progress)
+    return {**summary, "envelope": envelope.model_dump(),
+            "envelope_finding": envelope.finding.render() if envelope.finding else None}
 
 
 def _problem(problem_spec: str, shrink: bool, progress: Progress | None) -> Problem:

@@ -187,6 +187,10 @@ def optimize_table(summary: dict[str, Any]) -> Table:
     table.add_row("best", best_label(best, summary.get("speedup_found")))
     table.add_row("LLM", f"{summary['llm_calls']} calls, {summary['prompt_tokens']} prompt + "
                          f"{summary['completion_tokens']} completion tokens, {cost_label(summary)}")
+    for line in envelope_lines(summary.get("envelope")):
+        table.add_row("best's envelope", escape(line))
+    if summary.get("envelope_finding"):
+        table.add_row("[bold yellow]envelope[/]", escape(summary["envelope_finding"]))
     table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))
     table.add_row("report", f"{summary['folder']}/report.md")
     return table
