@@ -152,7 +152,13 @@ def _cached(problem, source: str, policy: EvalPolicy, repeats: int, smoke: bool)
     checks = 1 if smoke else 5
     judged = _median([_timed_evaluation(problem, source, policy.model_copy(update={"skip_timing": True}))
                       for _ in range(checks)])
-    print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]))
+    print(_row(f"kernelwright, cached (median of {repeats})", median[0], median[1]) +
+          f" ({policy.process_pairs} process sets)")
+    if not smoke and policy.process_pairs > 1:  # what the independent process sets cost (issue 32 item 1)
+        one_set = _median([_timed_evaluation(problem, source, policy.model_copy(update={"process_pairs": 1}))
+                           for _ in range(repeats)])
+        print(_row("  the same, one process set", one_set[0], one_set[1]) +
+              f" ({median[1] / one_set[1]:.2f}x for {policy.process_pairs} sets)")
     if not smoke:
         os.environ["KERNELWRIGHT_ZYGOTE"] = "off"  # every child exec'd and importing torch, as before the zygote
         try:

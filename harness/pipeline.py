@@ -497,6 +497,7 @@ def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun
     except TimingProtocolError as exc:
         raise ProblemError(f"timing cannot run here: {exc}") from None
     timing.planned = planned
+    timing.run.pids = tuple(child.proc.pid for child in (ref, session, copy) if child is not None)
     try:
         if any("failed" in child.request(P.Load()) for child in references):
             raise ProblemError("the reference failed to load in its timing process")

@@ -250,8 +250,7 @@ class Timing:
         self.pools = make_pools(reference.trial_inputs[0], seed ^ 0x5EED if pool_seed is None else pool_seed)
         self.tolerances = trial_tolerances(reference, policy)
         self.full: set[int] = set()  # timed calls (by index) compared in full, drawn in measure()
-        self.run = TimedRun(parent_reads=self.frozen,
-                            pids=tuple(s.proc.pid for s in (ref, cand, copy) if s is not None))
+        self.run = TimedRun(parent_reads=self.frozen)
         self.values: list[list[Any]] | None = None  # the current batch's inputs (CPU), written to both children
         self.planned: int | None = None  # batches an earlier set's pilot predicted: no pilot of its own
 
