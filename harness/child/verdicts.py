@@ -76,9 +76,15 @@ def _decides(verdict: Verdict, message: str) -> Finding:
     return Finding("", message, verdict=verdict)
 
 
-def _thread_findings(threads: dict[str, dict[str, int]]) -> list[str]:
+def _thread_findings(threads: dict[str, dict[str, int]], device: str | None) -> list[str]:
     start, checked, timed = threads.get("start"), threads.get("after_correctness"), threads.get("after_timing")
     findings = []
+    if device == "cpu" and start and checked and checked["os_threads"] - start["os_threads"] > \
+            max(start["torch_threads"] - 1, 0):  # an OpenMP pool of the thread budget is the kernel's right
+        findings.append(f"threads: the candidate's process went from {start['os_threads']} OS threads before it "
+                        f"was imported to {checked['os_threads']} after its checked calls, more than an OpenMP pool "
+                        f"of its {start['torch_threads']}-thread budget: a thread started at import or by a call "
+                        "is still running")
     for state in (s for s in (checked, timed) if s and start):
         if state["torch_threads"] != start["torch_threads"]:
             findings.append(f"threads: the candidate changed torch's thread count from {start['torch_threads']} "
@@ -95,11 +101,13 @@ def _thread_findings(threads: dict[str, dict[str, int]]) -> list[str]:
     return findings
 
 
-def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy) -> list[Finding]:
-    """Integrity violations observed in the child (each rejects)."""
+def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy,
+                       device: str | None = None) -> list[Finding]:
+    """Integrity violations observed in the child (each rejects). `device`: where OS threads since import are
+    judged (the CPU; a GPU driver starts its own)."""
     if not policy.hardening:
         return []
-    observed = list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads)
+    observed = list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads, device)
     if reference.mutates_inputs:  # the reference writes into its inputs too: not the candidate's trick
         observed = [o for o in observed if not o.startswith("mutation:")]
     return [Finding(text.split(":", 1)[0], text.split(":", 1)[1].strip(), verdict=Verdict.REJECTED)

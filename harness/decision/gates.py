@@ -86,7 +86,7 @@ def tampering(facts: Facts, policy: EvalPolicy) -> list[Finding]:
         return []
     checked = facts.checked.findings if facts.checked is not None and policy.hardening else []
     return [*(replace(f, verdict=Verdict.REJECTED) for f in checked),
-            *integrity_failures(facts.result, facts.reference, policy)]
+            *integrity_failures(facts.result, facts.reference, policy, facts.device)]
 
 
 def outputs_readable(facts: Facts, policy: EvalPolicy) -> list[Finding]:
