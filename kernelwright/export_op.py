@@ -1,0 +1,242 @@
+"""A verified kernel as a drop-in op (issue 35 item 3): `export_op()` writes a small Python package, and
+`run_exported_test()` runs the package's own test in a fresh process.
+
+The package (`OUT/<package>/`, README at `OUT/README.md`):
+- `candidate.py`, `reference.py`: the candidate and the problem, verbatim;
+- `__init__.py`: a `torch.library` custom op `kernelwright::<name>(Tensor[] inputs, Tensor[] state)`, where
+  `state` is the model's parameters then buffers. Its implementation calls the candidate's `ModelNew` (built once,
+  its extension compiled or loaded on the first call) with the caller's tensors swapped in by
+  `torch.func.functional_call`: parameters are the op's inputs, so the user's own weights reach the kernel, and
+  `KernelModel`, a subclass of the problem's `Model` (same constructor, same state_dict), holds them and is what a
+  user drops into their model. A guard runs the kernel only at the verified envelope (input shapes, dtypes and
+  contiguity, parameter shapes and dtypes, device type) and the reference `Model` everywhere else, counting both
+  (`COUNTS`). Its fake implementation runs the reference `Model` on the fake tensors, so `torch.compile(fullgraph=True)`
+  traces it;
+- `export.json`: the op's name, device, envelope, output kind and tolerances;
+- `test_op.py`: the op against the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`.
+
+Exporting never runs the candidate (untrusted code stays out of this process): it parses it for `ModelNew`, and runs
+only the reference problem, on the meta device, to read the envelope's shapes. The package's test runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from string import Template
+from typing import Any, Sequence
+
+from harness.policy import EvalPolicy
+from kernelbench.problem import Problem
+from kernelbench.shrink import rewrite_constants, size_constants
+from kernelwright import export_op_templates as templates
+from kernelwright.eval_service import UsageError
+
+NAMESPACE = "kernelwright"
+TEST_MODULE = "test_op"
+_ENV_KEEP = ("HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "CC", "CXX", "MAX_JOBS", "TORCH_EXTENSIONS_DIR",
+             "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH")
+_counter = itertools.count()
+
+# One verified size: the problem's size constants ({"batch_size": 1, "dim": 4097}), or one shape per tensor input.
+EnvelopeEntry = dict[str, int] | Sequence[Sequence[int]]
+
+
+class ExportError(UsageError):
+    """What cannot be exported, and why (one line at the CLI, never a traceback)."""
+
+
+@dataclass(frozen=True)
+class ExportedOp:
+    """What `export_op` wrote."""
+
+    out_dir: Path
+    package: str  # import name; OUT is what goes on PYTHONPATH
+    op_name: str  # kernelwright::<name>
+    device: str
+    envelope: list[dict[str, Any]]  # per verified size: sizes (or None), input and state signatures
+    files: list[Path] = field(default_factory=list)
+
+    @property
+    def readme(self) -> Path:
+        return self.out_dir / "README.md"
+
+    @property
+    def test_command(self) -> str:
+        return f"PYTHONPATH={self.out_dir} python -m {self.package}.{TEST_MODULE}"
+
+
+def export_op(problem: Problem, candidate_source: str, out_dir: Path | str,
+              envelope: Any = None, device: str = "cpu", package: str | None = None,
+              policy: EvalPolicy | None = None, candidate_name: str = "candidate") -> ExportedOp:
+    """Write the drop-in op package for `candidate_source` (a KernelBench `ModelNew` file) into `out_dir`.
+
+    `envelope`: where the kernel was verified: None (the problem's own sizes), a list of size dicts (the problem's
+    size constants) or of shape lists (one shape per tensor input, the problem's own dtypes and parameters), or a
+    harness `Envelope` (the problem's own sizes and every variant judged correct). `device`: the device type the
+    kernel was verified on. Raises ExportError, with what to fix, where it cannot export."""
+    _check_candidate(candidate_source, candidate_name)
+    policy = policy or EvalPolicy()
+    own = _signatures(problem, problem.source, None)
+    entries = [own] + [_entry(problem, given, own) for given in _given_entries(envelope)]
+    keys = [(e["inputs"], e["state"]) for e in entries]
+    unique = [e for i, e in enumerate(entries) if keys[i] not in keys[:i]]  # the same shapes by another name once
+    stem = _snake(problem.name)
+    digest = hashlib.sha256(candidate_source.encode()).hexdigest()[:8]
+    package = package or f"kw_{stem}_{digest}"
+    if not package.isidentifier():
+        raise ExportError(f"--package {package!r} is not a Python identifier")
+    op_name = f"{NAMESPACE}::{stem}_{digest}"
+    out = Path(out_dir).resolve()
+    folder = out / package
+    config = {"op": op_name, "device": device, "outputs": own["outputs"], "problem": problem.key,
+              "tolerance": {"float": policy.atol_fp32, "half": policy.atol_half},
+              "envelope": [{k: e[k] for k in ("sizes", "inputs", "state")} for e in unique]}
+    texts = {folder / "__init__.py": templates.PACKAGE_INIT,
+             folder / f"{TEST_MODULE}.py": templates.PACKAGE_TEST.replace("PACKAGE", package),
+             folder / "candidate.py": candidate_source,
+             folder / "reference.py": problem.source,
+             folder / "export.json": json.dumps(config, indent=2) + "\n",
+             out / "README.md": _readme(problem, package, op_name, device, unique, out, candidate_name, own)}
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for path, text in texts.items():
+            path.write_text(text)
+    except OSError as exc:
+        raise ExportError(f"cannot write the op package to {out}: {exc}") from None
+    return ExportedOp(out, package, op_name, device, config["envelope"], list(texts))
+
+
+def run_exported_test(out_dir: Path | str, package: str | None = None, timeout: float = 900.0) -> tuple[bool, str]:
+    """Run the package's own test (`python -m <package>.test_op`) in a fresh process: a clean environment (no
+    secrets; PATH with this interpreter's folder first, so ninja is found) plus PYTHONPATH=out_dir. Returns
+    (passed, its output: stdout and stderr together)."""
+    out = Path(out_dir).resolve()
+    if package is None:
+        found = sorted(p.parent.name for p in out.glob(f"*/{TEST_MODULE}.py") if (p.parent / "export.json").is_file())
+        if len(found) != 1:
+            return False, f"{out}: expected one exported op package, found {found or 'none'}"
+        package = found[0]
+    env = {name: os.environ[name] for name in _ENV_KEEP if name in os.environ}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+    env["PYTHONPATH"] = str(out)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    started = time.monotonic()
+    try:
+        done = subprocess.run([sys.executable, "-m", f"{package}.{TEST_MODULE}"], cwd=out, env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        output = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
+        return False, f"{output}\ntimed out after {timeout:.0f} s"
+    seconds = time.monotonic() - started
+    return done.returncode == 0, f"{done.stdout}\n[exit status {done.returncode} after {seconds:.1f} s]"
+
+
+def _check_candidate(source: str, name: str) -> None:
+    try:
+        tree = ast.parse(source, filename=name)
+    except SyntaxError as exc:
+        raise ExportError(f"{name}: not valid Python (line {exc.lineno}: {exc.msg})") from None
+    if not any(isinstance(node, ast.ClassDef) and node.name == "ModelNew" for node in tree.body):
+        raise ExportError(f"{name}: defines no `class ModelNew`; a candidate to export is a KernelBench file whose "
+                          "ModelNew calls the kernel")
+
+
+def _snake(name: str) -> str:
+    snake = re.sub(r"[^0-9a-zA-Z]+", "_", name).strip("_").lower()
+    return snake if snake and not snake[0].isdigit() else f"p_{snake}"
+
+
+def _given_entries(envelope: Any) -> list[EnvelopeEntry]:
+    if envelope is None:
+        return []
+    if hasattr(envelope, "variants") and hasattr(envelope, "sizes"):  # harness.shipping.envelope.Envelope
+        return [dict(envelope.sizes)] + [dict(v.sizes) for v in envelope.variants if v.correct]
+    if isinstance(envelope, dict):
+        return [envelope]
+    return list(envelope)
+
+
+def _entry(problem: Problem, given: EnvelopeEntry, own: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(given, dict):
+        constants = {c.name for c in size_constants(problem.source)}
+        unknown = sorted(set(given) - constants)
+        if unknown:
+            raise ExportError(f"{problem.key}: envelope sizes {', '.join(unknown)} are not among its size constants "
+                              f"({', '.join(sorted(constants)) or 'none'})")
+        if any(type(v) is not int or v < 1 for v in given.values()):
+            raise ExportError(f"{problem.key}: envelope sizes must be positive integers: {given}")
+        return _signatures(problem, rewrite_constants(problem.source, dict(given)), dict(given))
+    shapes = [list(shape) for shape in given]
+    if len(shapes) != len(own["inputs"]) or not all(all(type(d) is int and d >= 0 for d in s) for s in shapes):
+        raise ExportError(f"{problem.key}: an envelope shape list needs one shape (of non-negative ints) per input "
+                          f"({len(own['inputs'])}), got {given}")
+    inputs = [[shape, dtype, True] for shape, (_, dtype, _) in zip(shapes, own["inputs"])]
+    return {**own, "sizes": None, "inputs": inputs}
+
+
+def _signatures(problem: Problem, source: str, sizes: dict[str, int] | None) -> dict[str, Any]:
+    """The reference run on the meta device at `source`'s sizes: each input's [shape, dtype, contiguous], each
+    parameter's and buffer's [shape, dtype], and whether forward returns a tensor or a tuple of them."""
+    import torch
+
+    module = types.ModuleType(f"kernelwright_export_{next(_counter)}")
+    where = f"{problem.key}" + (f" at {sizes}" if sizes else "")
+    try:
+        sys.modules[module.__name__] = module
+        exec(compile(source, module.__name__, "exec"), module.__dict__)
+        with torch.device("meta"), torch.no_grad():
+            model = module.Model(*module.get_init_inputs())
+            inputs = module.get_inputs()
+            output = model(*inputs)
+    except Exception as exc:  # noqa: BLE001 - the reference's own failure, reported as what blocks the export
+        raise ExportError(f"{where}: the reference cannot run on the meta device ({type(exc).__name__}: {exc}); "
+                          "the op's fake implementation (what torch.compile traces) is computed that way") from None
+    finally:
+        sys.modules.pop(module.__name__, None)
+    others = [type(x).__name__ for x in inputs if not isinstance(x, torch.Tensor)]
+    if others:
+        raise ExportError(f"{where}: get_inputs() returns non-tensor inputs ({', '.join(others)}); the op takes "
+                          "tensors only")
+    if isinstance(output, torch.Tensor):
+        kind = "tensor"
+    elif isinstance(output, (tuple, list)) and output and all(isinstance(t, torch.Tensor) for t in output):
+        kind = "tensors"
+    else:
+        raise ExportError(f"{where}: Model.forward returns {type(output).__name__}; the op returns a tensor or a "
+                          "tuple of tensors")
+
+    def dtype(t: Any) -> str:
+        return str(t.dtype).removeprefix("torch.")
+
+    state = list(model.parameters()) + list(model.buffers())
+    return {"sizes": sizes, "outputs": kind,
+            "inputs": [[list(t.shape), dtype(t), t.is_contiguous()] for t in inputs],
+            "state": [[list(t.shape), dtype(t)] for t in state]}
+
+
+def _readme(problem: Problem, package: str, op_name: str, device: str, entries: list[dict[str, Any]], out: Path,
+            candidate_name: str, own: dict[str, Any]) -> str:
+    def described(entry: dict[str, Any]) -> str:
+        shapes = ", ".join(f"{'x'.join(map(str, shape)) or 'scalar'} {dtype}" for shape, dtype, _ in entry["inputs"])
+        sizes = " ".join(f"{k}={v}" for k, v in (entry["sizes"] or {}).items())
+        return f"- inputs {shapes}" + (f" ({sizes})" if sizes else "")
+
+    stateless = ("For this problem (no parameters or buffers) the op is also a plain function: "
+                 f"`{package}.forward(*inputs)`.\n") if not own["state"] else ""
+    return Template(templates.README).substitute(
+        package=package, title=problem.name, candidate=candidate_name, problem=problem.label, op=op_name,
+        entries=len(entries), plural="y" if len(entries) == 1 else "ies", device=device,
+        envelope="\n".join(described(e) for e in entries), out_dir=out,
+        init_call=f"*{package}.INIT_INPUTS", stateless_note=stateless)
