@@ -11,28 +11,19 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.isolation.sandbox import Limits
 from harness.isolation.session import run_jailed
 from harness.paths import scratch_root
 from tests.conftest import REPO
+from tests.harness.isolation.jailed import LIMITS, NEEDS_ROOT, jailed
 
-LIMITS = Limits(timeout_s=30, memory_mb=2048, address_space_limit=False)
-# The jail needs CAP_SYS_ADMIN for its namespaces (root here and in CI); elsewhere evaluations record `NOT isolated`.
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the jail's namespaces need root on this machine")
-
-
-def _jailed(tmp_path: Path, script: str) -> str:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    run_jailed(["sh", "-c", script], work, LIMITS)
-    return (work / "process.log").read_text()
+pytestmark = NEEDS_ROOT
 
 
 def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach(tmp_path: Path) -> None:
     store = Path(__file__).with_name(f"store-{os.getpid()}.db")  # beside the code: visible, read-only
     store.write_text("rows")
     try:
-        log = _jailed(tmp_path, f"echo forged >> {store}; touch {store.parent}/planted.so; touch ok && echo own-folder-ok")
+        log = jailed(tmp_path, f"echo forged >> {store}; touch {store.parent}/planted.so; touch ok && echo own-folder-ok")
         assert store.read_text() == "rows" and not store.with_name("planted.so").exists()
         assert "own-folder-ok" in log and "Read-only file system" in log
     finally:
@@ -67,7 +58,7 @@ def test_files_in_home_folders_and_tmp_are_out_of_sight(tmp_path: Path) -> None:
     beside = tmp_path / "other-program.txt"
     beside.write_text("sk-must-not-leak")
     try:
-        log = _jailed(tmp_path, f"cat {secret} {beside} 2>&1; ls {home} | wc -l; echo done")
+        log = jailed(tmp_path, f"cat {secret} {beside} 2>&1; ls {home} | wc -l; echo done")
     finally:
         secret.unlink()
     assert "sk-must-not-leak" not in log and "done" in log
@@ -86,7 +77,7 @@ def test_no_host_process_or_its_secrets_are_visible(tmp_path: Path) -> None:
         while b"sk-host-secret" not in Path(f"/proc/{holder.pid}/environ").read_bytes():
             assert time.monotonic() < deadline, "the planted secret never showed in the host's /proc"
             time.sleep(0.02)
-        log = _jailed(tmp_path, f"cat /proc/{holder.pid}/environ 2>/dev/null | grep -c host-secret; "
+        log = jailed(tmp_path, f"cat /proc/{holder.pid}/environ 2>/dev/null | grep -c host-secret; "
                                 "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c host-secret; "
                                 f"test -e /proc/{holder.pid}/environ && echo holder-visible; "
                                 "echo pids $(ls /proc | grep -c '^[0-9]'); grep CapEff /proc/self/status")
@@ -101,7 +92,7 @@ def test_no_host_process_or_its_secrets_are_visible(tmp_path: Path) -> None:
 
 def test_a_double_forked_escapee_dies_with_the_evaluation(tmp_path: Path) -> None:
     marker = "987.25"  # a sleep nobody else runs
-    _jailed(tmp_path, f"(setsid sleep {marker} &) ; (nohup sleep {marker} >/dev/null 2>&1 &) ; echo started")
+    jailed(tmp_path, f"(setsid sleep {marker} &) ; (nohup sleep {marker} >/dev/null 2>&1 &) ; echo started")
     time.sleep(0.5)
     survivors = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
     assert not survivors
@@ -110,7 +101,7 @@ def test_a_double_forked_escapee_dies_with_the_evaluation(tmp_path: Path) -> Non
 def test_cgroups_cannot_be_left(tmp_path: Path) -> None:
     if not Path("/sys/fs/cgroup/pids/cgroup.procs").exists():
         pytest.skip("no cgroup v1 pids hierarchy here")
-    log = _jailed(tmp_path, "echo $$ > /sys/fs/cgroup/pids/cgroup.procs && echo escaped || echo stayed")
+    log = jailed(tmp_path, "echo $$ > /sys/fs/cgroup/pids/cgroup.procs && echo escaped || echo stayed")
     assert "stayed" in log and "escaped" not in log
 
 

@@ -13,20 +13,11 @@ from pathlib import Path
 import pytest
 
 from harness.isolation.jail import DEVICES, JAIL_UID
-from harness.isolation.sandbox import Limits
 from harness.isolation.scratch_quota import mount_quota, release
-from harness.isolation.session import run_jailed
 from tests.conftest import REPO
+from tests.harness.isolation.jailed import NEEDS_ROOT, jailed
 
-LIMITS = Limits(timeout_s=30, memory_mb=2048, address_space_limit=False)
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the jail's namespaces need root on this machine")
-
-
-def _jailed(tmp_path: Path, script: str) -> str:
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    run_jailed(["sh", "-c", script], work, LIMITS)
-    return (work / "process.log").read_text()
+pytestmark = NEEDS_ROOT
 
 
 def test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed(tmp_path: Path) -> None:
@@ -36,7 +27,7 @@ def test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed(tmp_pat
     secret.write_text("root-only-secret")
     secret.chmod(0o600)
     try:
-        log = _jailed(tmp_path, f"echo uid=$(id -u); cat {secret} 2>&1; touch mine && echo own-folder-ok")
+        log = jailed(tmp_path, f"echo uid=$(id -u); cat {secret} 2>&1; touch mine && echo own-folder-ok")
     finally:
         secret.unlink()
     assert f"uid={JAIL_UID}" in log and JAIL_UID != 0, log
@@ -49,7 +40,7 @@ def test_only_the_listed_device_nodes_exist_and_private_folders_are_small(tmp_pa
     host = [n for n in ("kmsg", "ptmx", "tty", "console", "loop0", "tty0", "mem", "sda") if os.path.exists(f"/dev/{n}")]
     assert "kmsg" in host, host  # the attack's target exists on this machine
     opens = "; ".join(f"(head -c 1 /dev/{n} >/dev/null 2>&1 && echo opened-{n})" for n in host)
-    log = _jailed(tmp_path, f"echo listed: $(ls /dev); {opens}; head -c 8 /dev/urandom | wc -c; "
+    log = jailed(tmp_path, f"echo listed: $(ls /dev); {opens}; head -c 8 /dev/urandom | wc -c; "
                             "dd if=/dev/zero of=/tmp/big bs=1M count=100 2>&1 | grep -o 'No space left' | head -1; "
                             "touch /dev/planted 2>/dev/null && echo dev-writable; echo done")
     listed = log.split("listed: ")[1].splitlines()[0].split()
@@ -68,7 +59,7 @@ def test_another_homes_scratch_quota_is_out_of_sight(tmp_path: Path) -> None:
         if not mount_quota(other, 1 << 20):
             pytest.skip("tmpfs mounts refused here: no quotas to hide")
         (other / "inputs.pt").write_text("trial inputs")
-        log = _jailed(tmp_path, f"cat {other}/inputs.pt 2>&1; ls {other.parent}; echo done")
+        log = jailed(tmp_path, f"cat {other}/inputs.pt 2>&1; ls {other.parent}; echo done")
         assert (other / "inputs.pt").read_text() == "trial inputs"  # the host still sees it
     finally:
         release(other)
