@@ -127,10 +127,7 @@ def run_exported_test(out_dir: Path | str, package: str | None = None, timeout: 
         if len(found) != 1:
             return False, f"{out}: expected one exported op package, found {found or 'none'}"
         package = found[0]
-    env = {name: os.environ[name] for name in _ENV_KEEP if name in os.environ}
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
-    env["PYTHONPATH"] = str(out)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env = package_environment(out)
     started = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", f"{package}.{TEST_MODULE}"], cwd=out, env=env,
@@ -141,6 +138,17 @@ def run_exported_test(out_dir: Path | str, package: str | None = None, timeout: 
         return False, f"{output}\ntimed out after {timeout:.0f} s"
     seconds = time.monotonic() - started
     return done.returncode == 0, f"{done.stdout}\n[exit status {done.returncode} after {seconds:.1f} s]"
+
+
+def package_environment(out_dir: Path | str) -> dict[str, str]:
+    """A clean environment for a process that imports the package: no secrets, only what a build needs (PATH with
+    this interpreter's folder first, so ninja is found; HOME and TORCH_EXTENSIONS_DIR, so builds are cached; the
+    compiler's and CUDA's variables), plus PYTHONPATH=out_dir."""
+    env = {name: os.environ[name] for name in _ENV_KEEP if name in os.environ}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", os.defpath)])
+    env["PYTHONPATH"] = str(Path(out_dir).resolve())
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
 
 
 def _check_candidate(source: str, name: str) -> None:

@@ -1,0 +1,168 @@
+"""The drop-in op (issue 35 item 3): kernelwright/export_op.py writes a package whose op runs the kernel inside the
+verified envelope and the reference outside it, and whose own test passes eagerly and under
+torch.compile(fullgraph=True) in a fresh process.
+
+Builds: the bundled CPU ReLU (cached beside every other use of it) and a ReLU that drops the tail (its own
+extension name, so it never evicts the bundled one's cache). The parameter route uses a pure-PyTorch ModelNew,
+no build: the package does not care what ModelNew computes with, only which route a call takes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelbench.bundled import bundled_candidate, find_bundled
+from kernelwright.eval_service import UsageError
+from kernelwright.export_op import ExportError, export_op, package_environment, run_exported_test
+
+
+def _run_script(out: Path, script: str, timeout: float = 500) -> dict:
+    done = subprocess.run([sys.executable, "-c", script], cwd=out, env=package_environment(out), text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    assert done.returncode == 0, done.stdout
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_candidate_without_modelnew_is_one_honest_line(tmp_path: Path) -> None:
+    relu = find_bundled("ReLU")
+    with pytest.raises(ExportError) as caught:
+        export_op(relu, "import torch\n\nclass Model(torch.nn.Module):\n    pass\n", tmp_path / "op",
+                  candidate_name="mine.py")
+    assert isinstance(caught.value, UsageError)  # the CLI boundary prints it as one line, exit status 2
+    assert str(caught.value).startswith("mine.py: defines no `class ModelNew`") and "\n" not in str(caught.value)
+    with pytest.raises(ExportError, match="not valid Python"):
+        export_op(relu, "class ModelNew(:\n", tmp_path / "op")
+    assert not (tmp_path / "op").exists()
+
+
+def test_the_envelope_is_read_from_sizes_shapes_or_an_envelope(tmp_path: Path) -> None:
+    relu = find_bundled("ReLU")
+    source = bundled_candidate(relu).read_text()
+    exported = export_op(relu, source, tmp_path / "op", envelope=[{"batch_size": 3}, [[7, 100]], {"batch_size": 16}])
+    own = {"sizes": None, "inputs": [[[16, 16384], "float32", True]], "state": []}
+    assert exported.envelope == [own, {"sizes": {"batch_size": 3}, "inputs": [[[3, 16384], "float32", True]],
+                                       "state": []},
+                                 {"sizes": None, "inputs": [[[7, 100], "float32", True]], "state": []}]
+    assert exported.op_name.startswith("kernelwright::relu_") and exported.package.startswith("kw_relu_")
+    config = json.loads((exported.out_dir / exported.package / "export.json").read_text())
+    assert config["envelope"] == exported.envelope and config["outputs"] == "tensor"
+    readme = exported.readme.read_text()
+    assert f"import {exported.package}" in readme and "3x16384 float32 (batch_size=3)" in readme
+
+    class Variant:  # harness.shipping.envelope's VariantResult, as far as export reads it
+        def __init__(self, sizes: dict, correct: bool) -> None:
+            self.sizes, self.correct = sizes, correct
+
+    class Envelope:
+        sizes = {"batch_size": 16, "dim": 16384}
+        variants = [Variant({"batch_size": 1, "dim": 16384}, True), Variant({"batch_size": 15, "dim": 16383}, False)]
+
+    judged = export_op(relu, source, tmp_path / "judged", envelope=Envelope())
+    assert [e["inputs"][0][0] for e in judged.envelope] == [[16, 16384], [1, 16384]]  # the wrong variant is left out
+    with pytest.raises(ExportError, match="not among its size constants"):
+        export_op(relu, source, tmp_path / "bad", envelope=[{"width": 3}])
+    with pytest.raises(ExportError, match="one shape .* per input"):
+        export_op(relu, source, tmp_path / "bad", envelope=[[[3, 4], [5]]])
+
+
+@pytest.mark.slow
+def test_the_bundled_relu_exported_passes_its_own_test_eagerly_and_compiled(tmp_path: Path) -> None:
+    relu = find_bundled("ReLU")
+    started = time.monotonic()
+    exported = export_op(relu, bundled_candidate(relu).read_text(), tmp_path / "op")
+    passed, output = run_exported_test(exported.out_dir)
+    print(f"export + its test: {time.monotonic() - started:.1f} s")
+    assert passed, output
+    assert "ok test_eager" in output and "ok test_compile_fullgraph" in output
+    assert "kernel calls 4, reference calls 0" in output
+
+
+PURE_GEMM = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    """Marked: 1000 above the reference, so a call's route shows in its output."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x @ self.linear.weight.T + self.linear.bias) + 1000.0
+'''
+
+GEMM_ROUTES = '''
+import json, torch, PACKAGE as op
+torch.manual_seed(0)
+ref = op.reference.Model(*op.INIT_INPUTS)
+mine = op.KernelModel(*op.INIT_INPUTS)
+mine.load_state_dict(ref.state_dict())  # the caller's weights, which the kernel must use
+x, small, strided = torch.randn(64, 512), torch.randn(5, 512), torch.randn(512, 64).T
+routes = {}
+with torch.no_grad():
+    routes["own shape"] = torch.allclose(mine(x), ref(x) + 1000.0, atol=1e-3)
+    routes["other batch"] = torch.equal(mine(small), ref(small))
+    routes["non-contiguous"] = torch.equal(mine(strided), ref(strided))
+    compiled = torch.compile(mine, fullgraph=True)
+    routes["compiled own shape"] = torch.allclose(compiled(x), ref(x) + 1000.0, atol=1e-3)
+    routes["compiled other batch"] = torch.equal(compiled(small), ref(small))
+y = mine(x)  # grad enabled, parameters that require grad: the reference, differentiable
+routes["autograd"] = y.grad_fn is not None and torch.equal(y, ref(x))
+print(json.dumps({"routes": routes, "counts": op.COUNTS}))
+'''
+
+
+@pytest.mark.slow
+def test_calls_outside_the_envelope_go_to_the_reference_with_the_callers_weights(tmp_path: Path) -> None:
+    gemm = find_bundled("Gemm_BiasAdd_ReLU")
+    exported = export_op(gemm, PURE_GEMM, tmp_path / "op")
+    assert exported.envelope[0]["state"] == [[[256, 512], "float32"], [[256], "float32"]]
+    result = _run_script(exported.out_dir, GEMM_ROUTES.replace("PACKAGE", exported.package))
+    assert result["routes"] == dict.fromkeys(result["routes"], True), result
+    assert result["counts"] == {"kernel": 2, "reference": 3}
+
+
+TAIL_LOOP = """    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) {
+        dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
+    }"""
+EIGHT_AT_A_TIME = """    const int64_t body = n - n % 8;  // the tail is never written
+    #pragma omp parallel for
+    for (int64_t i = 0; i < body; i += 8) {
+        for (int64_t j = i; j < i + 8; ++j) {
+            dst[j] = src[j] > 0.0f ? src[j] : 0.0f;
+        }
+    }"""
+
+TAIL_ROUTES = '''
+import json, torch, PACKAGE as op
+from PACKAGE.candidate import ModelNew
+odd = torch.randn(3, 16381)  # 49143 elements: the 7 past the last multiple of 8 are never written
+odd[-1, -7:] = odd[-1, -7:].abs() + 0.5  # positive, so an unwritten (zero or stale) tail cannot look right
+own = torch.randn(16, 16384)
+direct = ModelNew()(odd)  # the kernel itself at a size it was never verified at
+print(json.dumps({"direct wrong": not torch.equal(direct, torch.relu(odd)),
+                  "op right": torch.equal(op.forward(odd), torch.relu(odd)),
+                  "compiled right": torch.equal(torch.compile(op.forward, fullgraph=True)(odd), torch.relu(odd)),
+                  "own shape right": torch.equal(op.forward(own), torch.relu(own)),
+                  "counts": op.COUNTS}))
+'''
+
+
+@pytest.mark.slow
+def test_a_relu_that_drops_the_tail_is_guarded_at_the_sizes_it_gets_wrong(tmp_path: Path) -> None:
+    relu = find_bundled("ReLU")
+    source = bundled_candidate(relu).read_text()
+    assert TAIL_LOOP in source
+    source = (source.replace(TAIL_LOOP, EIGHT_AT_A_TIME).replace('name="relu_cpu"', 'name="relu_tail_dropping_cpu"')
+              .replace("kw_relu_cpu", "kw_relu_tail_dropping_cpu"))
+    exported = export_op(relu, source, tmp_path / "op")  # verified at the problem's own 16 x 16384 only
+    result = _run_script(exported.out_dir, TAIL_ROUTES.replace("PACKAGE", exported.package))
+    assert result.pop("counts") == {"kernel": 1, "reference": 2}
+    assert result == dict.fromkeys(result, True), result
