@@ -13,7 +13,8 @@ The package (`OUT/<package>/`, README at `OUT/README.md`):
   (`COUNTS`). Its fake implementation runs the reference `Model` on the fake tensors, so `torch.compile(fullgraph=True)`
   traces it;
 - `export.json`: the op's name, device, envelope, output kind and tolerances;
-- `test_op.py`: the op against the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`.
+- `test_op.py`: the op against the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`,
+  torch.library.opcheck (schema, fake implementation), and on a GPU whether CUDA-graph capture works.
 
 Exporting never runs the candidate (untrusted code stays out of this process): it parses it for `ModelNew`, and runs
 only the reference problem, on the meta device, to read the envelope's shapes. The package's test runs it.
@@ -229,9 +230,17 @@ def _signatures(problem: Problem, source: str, sizes: dict[str, int] | None) -> 
         return str(t.dtype).removeprefix("torch.")
 
     state = list(model.parameters()) + list(model.buffers())
-    return {"sizes": sizes, "outputs": kind,
+    init = module.get_init_inputs()
+    return {"sizes": sizes, "outputs": kind, "init": ", ".join(map(repr, init)) if _literal(init) else None,
             "inputs": [[list(t.shape), dtype(t), t.is_contiguous()] for t in inputs],
             "state": [[list(t.shape), dtype(t)] for t in state]}
+
+
+def _literal(value: Any) -> bool:
+    """Whether repr(value) is Python that rebuilds it (for the README's constructor call)."""
+    if isinstance(value, (list, tuple)):
+        return all(_literal(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
 
 
 def _readme(problem: Problem, package: str, op_name: str, device: str, entries: list[dict[str, Any]], out: Path,
@@ -247,4 +256,4 @@ def _readme(problem: Problem, package: str, op_name: str, device: str, entries: 
         package=package, title=problem.name, candidate=candidate_name, problem=problem.label, op=op_name,
         entries=len(entries), plural="y" if len(entries) == 1 else "ies", device=device,
         envelope="\n".join(described(e) for e in entries), out_dir=out,
-        init_call=f"*{package}.INIT_INPUTS", stateless_note=stateless)
+        init_call=own["init"] if own["init"] is not None else f"*{package}.INIT_INPUTS", stateless_note=stateless)

@@ -150,7 +150,8 @@ def forward(*inputs: torch.Tensor) -> object:
     return tuple(output) if MULTIPLE_OUTPUTS else output
 '''
 
-PACKAGE_TEST = r'''"""The exported op against the reference on fresh inputs: eagerly, then under torch.compile(fullgraph=True).
+PACKAGE_TEST = r'''"""The exported op against the reference on fresh inputs: eagerly, under torch.compile(fullgraph=True), through
+torch.library.opcheck (schema, fake implementation), and on a GPU captured in a CUDA graph.
 
 Run it with `python -m PACKAGE.test_op` (no pytest needed) or under pytest.
 """
@@ -162,7 +163,7 @@ import sys
 
 import torch
 
-from . import COUNTS, CONFIG, DEVICE, INIT_INPUTS, MULTIPLE_OUTPUTS, KernelModel, reference, within_envelope
+from . import COUNTS, CONFIG, DEVICE, INIT_INPUTS, MULTIPLE_OUTPUTS, KernelModel, op, reference, within_envelope
 
 
 def _pair(seed: int) -> tuple[torch.nn.Module, torch.nn.Module, list[torch.Tensor]]:
@@ -200,6 +201,34 @@ def _check(seed: int, compiled: bool) -> None:
     _close(got, want)
 
 
+def test_opcheck() -> None:
+    """torch.library's own check: the schema holds, and the fake implementation agrees with the real one."""
+    _, mine, inputs = _pair(5)
+    state = [t.detach() for t in (*mine.parameters(), *mine.buffers())]
+    result = torch.library.opcheck(op, (inputs, state), test_utils=("test_schema", "test_faketensor"))
+    assert set(result.values()) == {"SUCCESS"}, result
+
+
+def test_cuda_graph_capture() -> None:
+    """On a GPU: whether the kernel can be captured in a CUDA graph and replayed (nothing to check on the CPU)."""
+    if DEVICE != "cuda":
+        return
+    ref, mine, inputs = _pair(6)
+    with torch.no_grad():
+        want = ref(*inputs)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):  # warm-up outside the capture: the build, the first call's allocations
+            mine(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            got = mine(*inputs)
+        graph.replay()
+        torch.cuda.synchronize()
+    _close(got, want)
+
+
 def test_eager() -> None:
     for seed in (1, 2):
         _check(seed, compiled=False)
@@ -212,7 +241,10 @@ def test_compile_fullgraph() -> None:
 
 
 if __name__ == "__main__":
-    for test in (test_eager, test_compile_fullgraph):
+    for test in (test_eager, test_compile_fullgraph, test_opcheck, test_cuda_graph_capture):
+        if test is test_cuda_graph_capture and DEVICE != "cuda":
+            print(f"skipped {test.__name__}: the kernel was verified on {DEVICE}", flush=True)
+            continue
         test()
         print(f"ok {test.__name__}", flush=True)
     print(f"passed: kernel calls {COUNTS['kernel']}, reference calls {COUNTS['reference']}")
@@ -236,15 +268,17 @@ The kernel has no backward: with grad enabled and a tensor that requires grad, `
 ## Use
 
 ```python
-import sys; sys.path.insert(0, "$out_dir")   # or put this folder on PYTHONPATH
+import sys; sys.path.insert(0, "$out_dir")  # or put this folder on PYTHONPATH
 import torch
 import $package
 
-layer = $package.KernelModel($init_call)          # the problem's Model, same arguments
-layer.load_state_dict(original_layer.state_dict())  # same parameter names as the reference Model
+# where your model builds the problem's Model, build KernelModel instead: same arguments, same parameter names
+layer = $package.KernelModel($init_call)
+layer.load_state_dict(trained_layer.state_dict())  # your weights, if the Model was already trained
 with torch.inference_mode():
-    y = layer(*inputs)                               # or torch.compile(layer, fullgraph=True)(*inputs)
-print($package.COUNTS)                               # {'kernel': ..., 'reference': ...}
+    y = layer(*inputs)
+    y = torch.compile(layer, fullgraph=True)(*inputs)  # traced through the op's fake implementation
+print($package.COUNTS)  # {'kernel': calls the kernel ran, 'reference': calls routed to the reference}
 ```
 
 $stateless_note
@@ -254,7 +288,8 @@ $stateless_note
 PYTHONPATH=$out_dir python -m $package.test_op
 ```
 
-compares the op with the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`.
+compares the op with the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`, runs
+`torch.library.opcheck` (schema, fake implementation) and, on a GPU, captures and replays it in a CUDA graph.
 The first call builds the candidate's extension with `torch.utils.cpp_extension.load_inline` (a C++ compiler,
 and ninja, must be on PATH; the build is cached under `TORCH_EXTENSIONS_DIR` or `~/.cache/torch_extensions`).
 '''

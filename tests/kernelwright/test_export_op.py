@@ -9,6 +9,7 @@ no build: the package does not care what ModelNew computes with, only which rout
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -78,8 +79,8 @@ def test_the_bundled_relu_exported_passes_its_own_test_eagerly_and_compiled(tmp_
     passed, output = run_exported_test(exported.out_dir)
     print(f"export + its test: {time.monotonic() - started:.1f} s")
     assert passed, output
-    assert "ok test_eager" in output and "ok test_compile_fullgraph" in output
-    assert "kernel calls 4, reference calls 0" in output
+    assert "ok test_eager" in output and "ok test_compile_fullgraph" in output and "ok test_opcheck" in output
+    assert re.search(r"kernel calls [1-9]\d*, reference calls 0\n", output), output
 
 
 PURE_GEMM = '''import torch
