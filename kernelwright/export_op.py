@@ -84,7 +84,8 @@ def export_op(problem: Problem, candidate_source: str, out_dir: Path | str,
 
     `envelope`: where the kernel was verified: None (the problem's own sizes), a list of size dicts (the problem's
     size constants) or of shape lists (one shape per tensor input, the problem's own dtypes and parameters), or a
-    harness `Envelope` (the problem's own sizes and every variant judged correct). `device`: the device type the
+    harness `Envelope` or its dump (`Evaluation.envelope`): the problem's own sizes and every variant judged
+    correct. `device`: the device type the
     kernel was verified on. Raises ExportError, with what to fix, where it cannot export."""
     _check_candidate(candidate_source, candidate_name)
     policy = policy or EvalPolicy()
@@ -170,6 +171,10 @@ def _snake(name: str) -> str:
 def _given_entries(envelope: Any) -> list[EnvelopeEntry]:
     if envelope is None:
         return []
+    if isinstance(envelope, dict) and "variants" in envelope:  # Evaluation.envelope: an Envelope's model_dump()
+        from harness.shipping.envelope import Envelope
+
+        envelope = Envelope.model_validate(envelope)
     if hasattr(envelope, "variants") and hasattr(envelope, "sizes"):  # harness.shipping.envelope.Envelope
         return [dict(envelope.sizes)] + [dict(v.sizes) for v in envelope.variants if v.correct]
     if isinstance(envelope, dict):

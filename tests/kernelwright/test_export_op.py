@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.records import Verdict
+from harness.shipping.envelope import Envelope, VariantResult
 from kernelbench.bundled import bundled_candidate, find_bundled
 from kernelwright.eval_service import UsageError
 from kernelwright.export_op import ExportError, export_op, package_environment, run_exported_test
@@ -55,16 +57,12 @@ def test_the_envelope_is_read_from_sizes_shapes_or_an_envelope(tmp_path: Path) -
     readme = exported.readme.read_text()
     assert f"import {exported.package}" in readme and "3x16384 float32 (batch_size=3)" in readme
 
-    class Variant:  # harness.shipping.envelope's VariantResult, as far as export reads it
-        def __init__(self, sizes: dict, correct: bool) -> None:
-            self.sizes, self.correct = sizes, correct
-
-    class Envelope:
-        sizes = {"batch_size": 16, "dim": 16384}
-        variants = [Variant({"batch_size": 1, "dim": 16384}, True), Variant({"batch_size": 15, "dim": 16383}, False)]
-
-    judged = export_op(relu, source, tmp_path / "judged", envelope=Envelope())
-    assert [e["inputs"][0][0] for e in judged.envelope] == [[16, 16384], [1, 16384]]  # the wrong variant is left out
+    right = VariantResult(label="batch of one", sizes={"batch_size": 1, "dim": 16384}, verdict=Verdict.ACCEPTED)
+    wrong = VariantResult(label="odd sizes", sizes={"batch_size": 15, "dim": 16383}, verdict=Verdict.INCORRECT)
+    judged = Envelope(sizes={"batch_size": 16, "dim": 16384}, variants=[right, wrong])
+    for given in (judged, judged.model_dump()):  # the Envelope, or Evaluation.envelope (its dump)
+        exported = export_op(relu, source, tmp_path / "judged", envelope=given)
+        assert [e["inputs"][0][0] for e in exported.envelope] == [[16, 16384], [1, 16384]]  # the wrong one left out
     with pytest.raises(ExportError, match="not among its size constants"):
         export_op(relu, source, tmp_path / "bad", envelope=[{"width": 3}])
     with pytest.raises(ExportError, match="one shape .* per input"):
