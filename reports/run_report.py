@@ -26,7 +26,8 @@ def _rows(details: dict[str, Any]) -> list[dict[str, Any]]:
     if details["kind"] == "sweep":
         return [{"problem": problem_label(p["name"], p.get("shrunk")), "name": p["name"], "level": p["level"],
                  "verdict": p["verdict"], "speedup": p["speedup"], "detail": _sweep_detail(p), "round": None,
-                 **_timing(p)} for p in details["problems"]]
+                 "child_run_id": p.get("child_run_id"), "cost_usd": p.get("cost_usd"), **_timing(p)}
+                for p in details["problems"]]
     return [{"problem": problem_label(e["problem"], e.get("shrunk")), "name": e["problem"], "level": e["level"],
              "verdict": e["verdict"], "speedup": e["speedup"], "detail": e["reason"], "round": e["round"], **_timing(e),
              "repeated_in": e.get("repeated_in") or [], "candidate_id": e["candidate_id"], "device": e.get("device")}
@@ -44,6 +45,9 @@ def _sweep_detail(problem: dict[str, Any]) -> str:
 
 
 def _round(row: dict[str, Any]) -> str:
+    """The round of an optimize run's kernel, or the optimize run behind a sweep's problem."""
+    if row.get("child_run_id"):
+        return str(row["child_run_id"])
     again = row.get("repeated_in") or []
     first = str(row["round"] or "")
     return f"{first} (again in {', '.join(map(str, again))})" if again else first
@@ -174,13 +178,15 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
             f"<style>{_STYLE}</style></head><body><h1>{details['kind']} {html.escape(details['run_id'])}</h1>"
             f"<p>status {html.escape(str(details['status']))}, device {html.escape(_device(details, rows))}, "
             f"created {html.escape(str(details.get('created_at', '-')))}, report written "
-            f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {details.get('llm_calls', 0)} LLM calls, "
-            f"{html.escape(_cost(details))}</p>{_notes_html(details, rows)}{_metrics_table(details['metrics'])}"
+            f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {html.escape(llm_line(details, rows))}</p>"
+            f"{_notes_html(details, rows)}{_metrics_table(details['metrics'])}"
             f"<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}{_progress(rows)}</div>"
-            f"<table><tr><th>problem</th><th>round</th><th>verdict</th><th>speedup</th><th>95% interval</th>"
-            f"<th>reference</th><th>candidate</th><th>kernel</th><th>first reason</th></tr>{table}</table>"
+            f"<table><tr><th>problem</th><th>{_round_heading(rows)}</th><th>verdict</th><th>speedup</th>"
+            f"<th>95% interval</th><th>reference</th><th>candidate</th><th>kernel</th><th>first reason</th></tr>"
+            f"{table}</table>"
             f"{_judge_html(details.get('judge') or [])}"
-            f"{_costs_html(details.get('costs') or {}, not details.get('unpriced_models'))}</body></html>")
+            f"{_costs_html(details.get('costs') or {}, not details.get('unpriced_models'))}"
+            f"{_child_runs_html(rows)}</body></html>")
     html_path = folder / "report.html"
     html_path.write_text(page)
     markdown_path = folder / "summary.md"
@@ -188,10 +194,40 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
     return html_path, markdown_path
 
 
+def _round_heading(rows: list[dict[str, Any]]) -> str:
+    return "optimize run" if any(r.get("child_run_id") for r in rows) else "round"
+
+
+def llm_line(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+    """The LLM calls, tokens and cost of the run. A sweep's calls are made by its problems' optimize runs: it
+    adds up their costs (unknown where one of them is) and points to them for calls and tokens."""
+    children = [r for r in rows if r.get("child_run_id")]
+    if details["kind"] == "sweep" and children:
+        costs = [r.get("cost_usd") for r in children]
+        cost = "cost unknown (a model without a price)" if any(c is None for c in costs) else f"${sum(costs):.4f}"
+        runs = f"{len(children)} run" + ("s" if len(children) > 1 else "")
+        return f"LLM calls and tokens in each problem's optimize run ({runs}), {cost} in all"
+    calls = details.get("llm_calls") or 0
+    if not calls:
+        return "no LLM calls"
+    tokens = (details.get("prompt_tokens") or 0) + (details.get("completion_tokens") or 0)
+    return f"{calls} LLM calls, {tokens} tokens, {_cost(details)}"
+
+
 def _cost(details: dict[str, Any]) -> str:
     if details.get("unpriced_models"):
         return f"cost unknown (no price for {', '.join(details['unpriced_models'])})"
-    return f"${details.get('cost_usd') or 0:.4f}"
+    if details.get("cost_usd") is None:
+        return "cost unknown"
+    return f"${details['cost_usd']:.4f}"
+
+
+def _child_runs_html(rows: list[dict[str, Any]]) -> str:
+    """A sweep's judge advice and cost per model role live in its problems' optimize runs: say where."""
+    if not any(r.get("child_run_id") for r in rows):
+        return ""
+    return ("<p>Each problem's rounds, judge diagnoses and cost per model role are in its optimize run's report: "
+            "<code>kernelwright report RUN</code> with the run named in the table.</p>")
 
 
 def _dollars(value: float | None) -> str:
@@ -224,7 +260,13 @@ def _notes_html(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 def _device(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     devices = sorted({str(r["device"]) for r in rows if r.get("device")})
-    return ", ".join(devices) or str(details.get("device") or "-")
+    if devices:
+        return ", ".join(devices)
+    config = details.get("config")
+    sweep = config.get("sweep") if isinstance(config, dict) else None  # a sweep names its device in its spec
+    if isinstance(sweep, dict) and sweep.get("device"):
+        return f"{sweep['device']} ({sweep['device_name']})" if sweep.get("device_name") else str(sweep["device"])
+    return str(details.get("device") or "-")
 
 
 def _link(links: dict[str, str], row: dict[str, Any]) -> str:
@@ -238,7 +280,8 @@ def _kernel_label(row: dict[str, Any]) -> str:
 
 def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     notes = [note for note in (_outcome(details), _shrunk_note(rows)) if note]
-    lines = [f"# {details['kind']} {details['run_id']}", "", f"status {details['status']}", "",
+    lines = [f"# {details['kind']} {details['run_id']}", "", f"status {details['status']}, {llm_line(details, rows)}",
+             "",
              *(line for note in notes for line in (f"**{note}**", "")),
              "| level | problems | correct | " + " | ".join(f"fast_{p:g}" for p in FAST_P) + " | geomean (correct) |",
              "|---" * (4 + len(FAST_P)) + "|"]
@@ -248,13 +291,23 @@ def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
                      + " | ".join(f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P)
                      + f" | {'-' if geo is None else f'{geo:.2f}x'} |")
     lines += ["", NOISE_NOTE]
-    lines += ["", "| problem | round | verdict | speedup | 95% interval | reference | candidate |",
+    lines += ["", f"| problem | {_round_heading(rows)} | verdict | speedup | 95% interval | reference | "
+                  "candidate |",
               "|---|---|---|---|---|---|---|"]
     lines += [f"| {r['problem']} | {_round(r)} | {r['verdict']} | {speedup_label(r['speedup'])} | "
               f"{interval_label(r.get('speedup_ci'))} | {ms_label(r.get('ref_ms'))} | "
               f"{ms_label(r.get('candidate_ms'))} |"
               for r in rows]
+    lines += _judge_markdown(details.get("judge") or [])
     return "\n".join(lines) + "\n"
+
+
+def _judge_markdown(advice: list[dict[str, Any]]) -> list[str]:
+    if not advice:
+        return []
+    return ["", "Judge, per round it advised:", "",
+            *(f"- round {a['round']}: " + (f"{a['diagnosis']} Change: {a['change'] or '-'}" if a["diagnosis"]
+                                           else str(a["note"] or a["change"] or "-")) for a in advice)]
 
 
 def speedup_label(value: float | None) -> str:
@@ -274,5 +327,7 @@ def clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = text[:limit - 1]
-    space = cut.rfind(" ")
-    return (cut[:space] if space > limit // 2 else cut).rstrip(" ,;:") + "…"
+    if not text[limit - 1].isspace():  # the cut falls inside a word: back to the last whitespace
+        space = max(cut.rfind(c) for c in " \n\t")
+        cut = cut[:space] if space > limit // 2 else cut  # one word longer than half the room is cut inside
+    return cut.rstrip(" \n\t,;:") + "…"

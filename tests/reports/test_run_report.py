@@ -110,3 +110,84 @@ def test_a_speedup_inside_the_noise_is_no_speedup() -> None:
     assert speedup_found({"speedup": 0.9, "speedup_significant": True}) is False  # significantly slower
     assert speedup_found({"speedup": 1.5, "speedup_significant": True}) is True
     assert speedup_found({"speedup": 1.5, "speedup_significant": None}) is True  # measured before the A/A floor
+
+
+def _sweep_details(problems: list[dict], **run: object) -> dict:
+    from reports.metrics import by_level
+
+    return {"run_id": "sweep-1", "kind": "sweep", "status": "finished", "created_at": "2026-11-25T20:00:00",
+            "config": {"sweep": {"device": "cpu", "device_name": "x86_64, 2 cores"}}, "llm_calls": 0,
+            "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "problems": problems,
+            "metrics": by_level(problems), **run}
+
+
+def _problem(name: str, child: str | None, cost: float | None, **fields: object) -> dict:
+    return {"name": name, "level": 1, "shrunk": None, "status": "done", "verdict": "accepted", "speedup": 2.0,
+            "ref_ms": 1.0, "candidate_ms": 0.5, "speedup_ci": [1.8, 2.2], "speedup_significant": True,
+            "wall_s": 3.0, "cost_usd": cost, "detail": f"/runs/{child}" if child else "", "child_run_id": child,
+            **fields}
+
+
+def test_a_model_sweep_adds_up_its_runs_costs_and_names_them(tmp_path: Path) -> None:
+    from reports.run_report import write_report
+
+    details = _sweep_details([_problem("level1/1_ReLU", "run-a", 0.0125), _problem("level1/2_GELU", "run-b", 0.5)])
+    page_path, summary_path = write_report(details, tmp_path, {})
+    page, summary = page_path.read_text(), summary_path.read_text()
+    assert "0 LLM calls" not in page  # the sweep's own row holds none: its problems' runs made them
+    for text in (page, summary):
+        assert "2 runs), $0.5125 in all" in text and "run-a" in text and "run-b" in text
+        assert "1.0000 ms" in text and "0.5000 ms" in text and "1.800-2.200x" in text
+    assert "<th>optimize run</th>" in page and "| problem | optimize run |" in summary
+    assert "kernelwright report RUN" in page  # where each run's judge and cost per role are
+    assert "device cpu (x86_64, 2 cores)" in page
+    assert summary.endswith("|\n")
+
+    unpriced = _sweep_details([_problem("level1/1_ReLU", "run-a", None), _problem("level1/2_GELU", "run-b", 0.5)])
+    page_path, summary_path = write_report(unpriced, tmp_path / "u", {})
+    for text in (page_path.read_text(), summary_path.read_text()):
+        assert "cost unknown" in text and "$0.5000" not in text  # never a partial sum passed off as the cost
+
+
+def test_a_solutions_sweep_says_it_called_no_model(tmp_path: Path) -> None:
+    from reports.run_report import write_report
+
+    page_path, summary_path = write_report(_sweep_details([_problem("level1/1_ReLU", None, None)]), tmp_path, {})
+    page, summary = page_path.read_text(), summary_path.read_text()
+    assert "no LLM calls" in page and "status finished, no LLM calls" in summary
+    assert "<th>round</th>" in page and "kernelwright report RUN" not in page
+
+
+def test_an_unpriced_optimize_run_shows_its_cost_as_unknown_and_the_judge_in_the_summary(tmp_path: Path) -> None:
+    from reports.run_report import write_report
+
+    evaluation = {"problem": "ReLU", "level": 1, "shrunk": None, "verdict": "accepted", "speedup": 1.5,
+                  "reason": "", "round": 1, "candidate_id": 1, "device": "cpu", "ref_ms": 1.5, "candidate_ms": 1.0,
+                  "speedup_ci": [1.4, 1.6]}
+    details = {"run_id": "opt-1", "kind": "optimize", "status": "finished", "llm_calls": 3, "prompt_tokens": 900,
+               "completion_tokens": 100, "cost_usd": None, "unpriced_models": ["my-model"],
+               "evaluations": [evaluation], "best": {"speedup": 1.5}, "speedup_found": True,
+               "judge": [{"round": 2, "diagnosis": "strided loads", "change": "swap the loops", "note": None},
+                         {"round": 3, "diagnosis": None, "change": None,
+                          "note": "the judge's reply could not be parsed: no JSON"}],
+               "costs": {"coder": {"calls": 2, "prompt_tokens": 600, "completion_tokens": 80, "cost_usd": 0.0},
+                         "judge": {"calls": 1, "prompt_tokens": 300, "completion_tokens": 20, "cost_usd": 0.0}},
+               "metrics": {}}
+    page_path, summary_path = write_report(details, tmp_path, {})
+    page, summary = page_path.read_text(), summary_path.read_text()
+    for text in (page, summary):
+        assert "3 LLM calls, 1000 tokens, cost unknown (no price for my-model)" in text and "$0.0000" not in text
+    assert page.count("<td>unknown</td>") == 2  # per model role too
+    assert "- round 2: strided loads Change: swap the loops" in summary
+    assert "- round 3: the judge's reply could not be parsed: no JSON" in summary
+    assert summary.endswith("\n") and not summary.endswith("\n\n")
+
+
+def test_clipping_respects_line_breaks_and_a_cut_that_falls_between_words() -> None:
+    from reports.run_report import clip
+
+    lines = "error: expected ';'\nbefore 'return'\nin function relu_forward"
+    clipped = clip(lines, 30)
+    assert clipped == "error: expected ';'\nbefore…"
+    assert clip("alpha beta gamma", 11) == "alpha beta…"  # 'beta' ends right at the cut: kept whole
+    assert clip("x" * 50, 10) == "x" * 9 + "…"  # one word longer than the room: cut inside it, the only way
