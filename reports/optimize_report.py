@@ -10,10 +10,11 @@ from harness.feedback.failure_digest import headline
 
 def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[str, Any], result: Any) -> str:
     """`result`: the run's agent.outcomes.RunResult (read, not imported: the agent imports this room);
-    `totals`: its LLM calls, tokens and cost as the store sums them."""
+    `totals`: its LLM calls, tokens and cost as the store sums them, with `unpriced_models` where a model has no
+    price (then the cost is unknown, never $0)."""
     lines = [f"# optimize {problem_key}", "", f"run `{run_id}`, status **{result.status}**, "
              f"device {device}, {totals['llm_calls']} LLM calls, "
-             f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens, ${totals['cost_usd']:.4f}", "",
+             f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens, {_cost(totals)}", "",
              "| round | candidate | verdict | speedup | first reason |", "|---|---|---|---|---|"]
     for o in result.outcomes:
         speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
@@ -30,3 +31,9 @@ def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[s
     else:
         lines += ["", "No candidate was accepted."]
     return "\n".join(lines) + "\n"
+
+
+def _cost(totals: dict[str, Any]) -> str:
+    if totals.get("unpriced_models"):
+        return f"cost unknown (no price for {', '.join(totals['unpriced_models'])})"
+    return "cost unknown" if totals.get("cost_usd") is None else f"${totals['cost_usd']:.4f}"

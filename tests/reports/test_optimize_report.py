@@ -25,3 +25,10 @@ def test_a_run_without_an_accepted_kernel_says_so() -> None:
     result = RunResult("no_kernel", best=None, outcomes=[Outcome(1, 0, Attempt("", "llm_error"))])
     text = optimize_markdown("r2", "p", "cpu", TOTALS, result)
     assert "| 2 | 1 | llm_error | - |  |" in text and text.endswith("No candidate was accepted.\n")
+
+
+def test_an_unpriced_model_costs_unknown_never_nothing() -> None:
+    result = RunResult("finished", best=None, outcomes=[])
+    text = optimize_markdown("r3", "p", "cpu", {**TOTALS, "cost_usd": 0.0, "unpriced_models": ["my-model"]}, result)
+    assert "120 tokens, cost unknown (no price for my-model)" in text and "$0" not in text
+    assert "tokens, cost unknown\n" in optimize_markdown("r4", "p", "cpu", {**TOTALS, "cost_usd": None}, result)
