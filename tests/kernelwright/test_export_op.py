@@ -20,6 +20,7 @@ import pytest
 from harness.records import Verdict
 from harness.shipping.envelope import Envelope, VariantResult
 from kernelbench.bundled import bundled_candidate, find_bundled
+from kernelbench.problem import Problem
 from kernelwright.eval_service import UsageError
 from kernelwright.export_op import ExportError, export_op, package_environment, run_exported_test
 
@@ -165,3 +166,40 @@ def test_a_relu_that_drops_the_tail_is_guarded_at_the_sizes_it_gets_wrong(tmp_pa
     result = _run_script(exported.out_dir, TAIL_ROUTES.replace("PACKAGE", exported.package))
     assert result.pop("counts") == {"kernel": 1, "reference": 2}
     assert result == dict.fromkeys(result, True), result
+
+
+TWO_OUTPUTS = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Two outputs: the op's schema returns Tensor[], KernelModel a tuple."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor):
+        return torch.relu(x), x.sum(dim=1)
+
+
+batch_size = 4
+dim = 33
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+@pytest.mark.slow
+def test_a_model_with_two_outputs_passes_its_own_test(tmp_path: Path) -> None:
+    problem = Problem(name="Two_Outputs", source=TWO_OUTPUTS)
+    candidate = TWO_OUTPUTS.replace("class Model(", "class ModelNew(")  # no kernel: the routes are what is tested
+    exported = export_op(problem, candidate, tmp_path / "op")
+    assert json.loads((exported.out_dir / exported.package / "export.json").read_text())["outputs"] == "tensors"
+    passed, output = run_exported_test(exported.out_dir)
+    assert passed and "ok test_compile_fullgraph" in output and "ok test_opcheck" in output, output
