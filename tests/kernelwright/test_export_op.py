@@ -112,6 +112,12 @@ with torch.no_grad():
     compiled = torch.compile(mine, fullgraph=True)
     routes["compiled own shape"] = torch.allclose(compiled(x), ref(x) + 1000.0, atol=1e-3)
     routes["compiled other batch"] = torch.equal(compiled(small), ref(small))
+    mine.linear.weight.mul_(2.0)  # in place: the tensors the kernel holds
+    ref.linear.weight.mul_(2.0)
+    routes["in-place update"] = torch.allclose(mine(x), ref(x) + 1000.0, atol=1e-3)
+    mine.linear.weight = torch.nn.Parameter(torch.randn(256, 512))  # another tensor: handed to the kernel
+    ref.linear.weight = torch.nn.Parameter(mine.linear.weight.detach().clone())
+    routes["new parameter"] = torch.allclose(mine(x), ref(x) + 1000.0, atol=1e-3)
 y = mine(x)  # grad enabled, parameters that require grad: the reference, differentiable
 routes["autograd"] = y.grad_fn is not None and torch.equal(y, ref(x))
 print(json.dumps({"routes": routes, "counts": op.COUNTS}))
@@ -125,7 +131,7 @@ def test_calls_outside_the_envelope_go_to_the_reference_with_the_callers_weights
     assert exported.envelope[0]["state"] == [[[256, 512], "float32"], [[256], "float32"]]
     result = _run_script(exported.out_dir, GEMM_ROUTES.replace("PACKAGE", exported.package))
     assert result["routes"] == dict.fromkeys(result["routes"], True), result
-    assert result["counts"] == {"kernel": 2, "reference": 3}
+    assert result["counts"] == {"kernel": 4, "reference": 3}
 
 
 TAIL_LOOP = """    #pragma omp parallel for simd
