@@ -5,13 +5,14 @@ The package (`OUT/<package>/`, README at `OUT/README.md`):
 - `candidate.py`, `reference.py`: the candidate and the problem, verbatim;
 - `__init__.py`: a `torch.library` custom op `kernelwright::<name>(Tensor[] inputs, Tensor[] state)`, where
   `state` is the model's parameters then buffers. Its implementation calls the candidate's `ModelNew` (built once,
-  its extension compiled or loaded on the first call) with the caller's tensors swapped in by
-  `torch.func.functional_call`: parameters are the op's inputs, so the user's own weights reach the kernel, and
+  its extension compiled or loaded on the first call) with the caller's tensors in place of its own (bound until
+  other tensor objects come; `torch.func.functional_call` where weights are tied): parameters are the op's inputs,
+  so the user's own weights reach the kernel, and
   `KernelModel`, a subclass of the problem's `Model` (same constructor, same state_dict), holds them and is what a
   user drops into their model. A guard runs the kernel only at the verified envelope (input shapes, dtypes and
   contiguity, parameter shapes and dtypes, device type) and the reference `Model` everywhere else, counting both
   (`COUNTS`). Its fake implementation runs the reference `Model` on the fake tensors, so `torch.compile(fullgraph=True)`
-  traces it;
+  traces it; in eager mode KernelModel calls the implementation directly (no dispatcher round trip);
 - `export.json`: the op's name, device, envelope, output kind and tolerances;
 - `test_op.py`: the op against the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`,
   torch.library.opcheck (schema, fake implementation), and on a GPU whether CUDA-graph capture works.
