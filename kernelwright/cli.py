@@ -246,6 +246,32 @@ def export_command(
     note(f"wrote {count} {format} records to {output}")
 
 
+@command(app, "export-op")
+def export_op_command(
+    problem: Problem,
+    candidate: Annotated[Path, typer.Argument(metavar="CANDIDATE", help="Candidate file defining ModelNew.")],
+    out_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder to write the op package into.")],
+    device: DeviceChoice = "auto",
+    shapes: Annotated[Optional[list[str]], typer.Option(
+        "--shapes", metavar="NAME=N,...", help="Sizes your callers send (the problem's size constants): verified, "
+        "and where correct added to the op's envelope; repeat for several.")] = None,
+    no_test: Annotated[bool, flag("--no-test", help="Do not run the package's own test (eager, torch.compile "
+                                                    "fullgraph, opcheck) in a fresh process.")] = False,
+    db: Db = None,
+) -> None:
+    """Verify CANDIDATE at the problem's sizes and around them, then write it to DIR as a drop-in torch.library op
+    that calls the reference outside them. Exit 0 exported (and its test passed), 1 not accepted or the test failed,
+    2 usage."""
+    from kernelwright import render
+    from kernelwright.export_op import verify_and_export
+
+    with progress("verifying") as say:
+        result = verify_and_export(problem, candidate, out_dir, device, shapes, db, run_test=not no_test,
+                                   progress=say)
+    render.print_export(result)
+    exit_unless(result.holds)
+
+
 @command(app, "sweep")
 def sweep_command(
     path: Annotated[Optional[Path], typer.Argument(metavar="PATH", help="Problem folder (a KernelBench checkout "

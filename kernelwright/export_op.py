@@ -263,3 +263,40 @@ def _readme(problem: Problem, package: str, op_name: str, device: str, entries: 
         entries=len(entries), plural="y" if len(entries) == 1 else "ies", device=device,
         envelope="\n".join(described(e) for e in entries), out_dir=out,
         init_call=own["init"] if own["init"] is not None else f"*{package}.INIT_INPUTS", stateless_note=stateless)
+
+
+@dataclass
+class VerifiedExport:
+    """`kernelwright export-op`: the candidate's verdict at its own sizes and around them, and, where accepted,
+    the package written and whether its own test passed (None: not run)."""
+
+    evaluation: Any
+    exported: ExportedOp | None = None
+    test_passed: bool | None = None
+    test_output: str = ""
+
+    @property
+    def holds(self) -> bool:
+        return self.exported is not None and self.test_passed is not False
+
+
+def verify_and_export(problem_spec: str, candidate: Path, out_dir: Path, device: str, shapes: list[str] | None,
+                      db_url: str | None, run_test: bool = True, progress: Any = None) -> VerifiedExport:
+    """Judge the candidate exactly as `eval` does (correctness at the problem's sizes and its envelope; nothing
+    stored, nothing timed), then write the op package only for an accepted kernel, with the sizes judged correct as
+    its envelope, and run the package's own test in a fresh process."""
+    from kernelwright.eval_service import eval_policy, judge, read_candidate
+
+    outcome = judge(problem_spec, candidate, False, device, eval_policy("default", skip_timing=True), db_url,
+                    store=False, progress=progress, shapes=shapes)
+    result = VerifiedExport(outcome.evaluation)
+    if not outcome.evaluation.accepted:
+        return result
+    result.exported = export_op(outcome.problem, read_candidate(candidate), out_dir,
+                                envelope=outcome.evaluation.envelope, device=outcome.evaluation.device,
+                                candidate_name=candidate.name)
+    if run_test:
+        if progress:
+            progress("running the package's own test in a fresh process")
+        result.test_passed, result.test_output = run_exported_test(result.exported.out_dir, result.exported.package)
+    return result

@@ -44,6 +44,18 @@ def print_evaluation(outcome: EvalOutcome, json_output: bool, self_check: bool) 
         print(self_check_verdict(outcome.evaluation), flush=True)
 
 
+def print_export(result: Any) -> None:
+    """`export-op`: where the package went and what its own test said, or why nothing was exported."""
+    evaluation, exported = result.evaluation, result.exported
+    if exported is None:
+        note(f"not exported: {evaluation.verdict.value}: {'; '.join(evaluation.reasons[:3])}")
+        return
+    note(f"wrote {exported.op_name} to {exported.out_dir / exported.package} ({len(exported.envelope)} verified "
+         f"size(s); see {exported.readme})")
+    if result.test_output:
+        note(result.test_output.rstrip())
+
+
 def print_problems(problems: list[Problem], json_output: bool) -> None:
     rows = [{"key": p.key, "name": p.name, "level": p.level, "id": p.problem_id, "path": p.path,
              "fingerprint": p.fingerprint} for p in problems]

@@ -164,3 +164,15 @@ def test_eval_self_check_prints_what_this_machine_can_resolve(tmp_path: Path) ->
     assert data["evaluation_id"] is None and not db.exists()
     both = _run("eval", "relu", str(RELU_CANDIDATE), "--self-check", "--device", "cpu")
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+@pytest.mark.slow
+def test_export_op_writes_a_package_only_for_an_accepted_kernel(tmp_path: Path) -> None:
+    """Verified first (its sizes and around them), then written; a kernel the harness does not accept is not."""
+    done = _run("export-op", "relu", str(RELU_CANDIDATE), str(tmp_path / "op"), "--device", "cpu", "--no-test")
+    assert done.returncode == 0, done.stderr
+    written = json.loads(next((tmp_path / "op").glob("kw_*/export.json")).read_text())
+    assert len(written["envelope"]) > 1  # the problem's own sizes and the variants judged correct
+    refused = _run("export-op", "gelu", str(RELU_CANDIDATE), str(tmp_path / "wrong"), "--device", "cpu")
+    assert refused.returncode == 1 and "not exported: incorrect" in refused.stderr, refused.stderr
+    assert not (tmp_path / "wrong").exists()
