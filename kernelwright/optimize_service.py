@@ -156,10 +156,22 @@ def _with_envelope(summary: dict[str, Any], problem: Problem, config: OptimizeCo
     best = summary.get("best")
     if not best or not best.get("path") or not config.policy.envelope or summary.get("status") == "interrupted":
         return summary
-    envelope = check_envelope(problem, Path(best["path"]).read_text(), config.device, config.policy, timed=0,
-                              progress=progress)
-    return {**summary, "envelope": envelope.model_dump(),
-            "envelope_finding": envelope.finding.render() if envelope.finding else None}
+    source = Path(best["path"]).read_text()
+    envelope = check_envelope(problem, source, config.device, config.policy, timed=0, progress=progress)
+    summary = {**summary, "envelope": envelope.model_dump(),
+               "envelope_finding": envelope.finding.render() if envelope.finding else None}
+    return {**summary, **_exported(problem, source, Path(best["path"]).parent / "op", envelope, config.device)}
+
+
+def _exported(problem: Problem, source: str, out_dir: Path, envelope: Any, device: str) -> dict[str, Any]:
+    """The best kernel as a drop-in torch.library op beside it (its own test is `python -m PKG.test_op`)."""
+    from kernelwright.export_op import ExportError, export_op
+
+    try:
+        exported = export_op(problem, source, out_dir, envelope=envelope, device=device)
+    except ExportError as exc:
+        return {"op": None, "op_error": str(exc)}
+    return {"op": str(exported.out_dir / exported.package), "op_test": exported.test_command}
 
 
 def _problem(problem_spec: str, shrink: bool, progress: Progress | None) -> Problem:

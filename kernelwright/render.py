@@ -203,6 +203,10 @@ def optimize_table(summary: dict[str, Any]) -> Table:
         table.add_row("best's envelope", escape(line))
     if summary.get("envelope_finding"):
         table.add_row("[bold yellow]envelope[/]", escape(summary["envelope_finding"]))
+    if summary.get("op"):
+        table.add_row("drop-in op", escape(f"{summary['op']} (test it: {summary['op_test']})"))
+    elif summary.get("op_error"):
+        table.add_row("drop-in op", escape(f"not exported: {summary['op_error']}"))
     table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))
     table.add_row("report", f"{summary['folder']}/report.md")
     return table
