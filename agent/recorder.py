@@ -129,8 +129,10 @@ class RunRecorder:
         if result.best is not None:
             best_path = self.folder / "best.py"
             best_path.write_text(result.best.attempt.source)
+        unpriced = (run_store.get_run(self.sessions, self.run_id).config or {}).get("unpriced_models")
+        totals = {**self.totals(), "unpriced_models": unpriced}  # a model without a price never reads as $0
         (self.folder / "report.md").write_text(optimize_markdown(self.run_id, self.problem.key, self.config.device,
-                                                                   self.totals(), result))
+                                                                   totals, result))
         run_store.set_run_status(self.sessions, self.run_id, result.status)
         totals = self.totals()
         best = None if result.best is None else {"verdict": result.best.attempt.verdict,
