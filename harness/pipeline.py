@@ -255,9 +255,11 @@ def _knocked_out_still_right(path: Path, reference: ReferenceRun, policy: EvalPo
 @contextmanager
 def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJob,
                        policy: EvalPolicy) -> Iterator[ChildSession]:
-    """The reference's timing child gets its own scratch folder: it never sees candidate code or files."""
+    """The reference's timing child gets its own scratch folder: it never sees candidate code or files. Where the
+    parent writes every timed input, the trials' inputs are not saved for it (it never reads them; saving and
+    loading them cost every set of processes 2 x 5 trials' inputs)."""
     with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
-        save_inputs(ref_scratch, reference)
+        save_inputs(ref_scratch, reference, parent_calls=_parent_calls(job, policy))
         with ExitStack() as slots:
             ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference", forkable=forkable(job.device),
                                shared=_shared_slots(slots, reference, job, policy))
