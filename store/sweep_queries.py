@@ -8,8 +8,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
+from harness.records import Verdict
 from kernelbench.problem import Problem, shrink_note
-from store.models import BaselineRow, EvaluationRow, ProblemRow, SweepItemRow
+from store.models import BaselineRow, CandidateRow, EvaluationRow, ProblemRow, SweepItemRow
 from store.results import problem_of, upsert_problem
 
 Sessions = sessionmaker[Session]
@@ -87,3 +88,13 @@ def shrink_notes(sessions: Sessions, problem_refs: list[int]) -> dict[int, str |
     with sessions() as session:
         rows = session.execute(select(ProblemRow.id, ProblemRow.source).where(ProblemRow.id.in_(problem_refs)))
         return {ref: shrink_note(source) for ref, source in rows}
+
+
+def best_evaluation_id(sessions: Sessions, run_id: str) -> int | None:
+    """The id of the fastest accepted evaluation of an optimize run (a model sweep's item points at it, so the
+    sweep's report reads its timings and interval)."""
+    with sessions() as session:
+        return session.scalar(select(EvaluationRow.id).join(CandidateRow, CandidateRow.id == EvaluationRow.candidate_id)
+                              .where(CandidateRow.run_id == run_id, EvaluationRow.verdict == Verdict.ACCEPTED.value,
+                                     EvaluationRow.speedup.is_not(None))
+                              .order_by(EvaluationRow.speedup.desc()).limit(1))

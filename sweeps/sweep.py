@@ -157,7 +157,8 @@ class Sweep:
         queries.mark_item(self.sessions, self.run_id, problem, status="done", verdict=verdict,
               speedup=best["speedup"] if best else None, wall_s=summary["seconds"]["wall"],
               candidate_ms=result.best.attempt.candidate_ms if result.best else None,
-              cost_usd=summary["cost_usd"], detail=result.message or summary["folder"])
+              cost_usd=summary["cost_usd"], detail=result.message or summary["folder"],
+              evaluation_id=queries.best_evaluation_id(self.sessions, recorder.run_id) if best else None)
         self._report(problem, verdict, best["speedup"] if best else None, total)
 
 

@@ -134,6 +134,7 @@ def test_optimize_sweep_with_the_scripted_model(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     (problem,) = json.loads(result.stdout)["problems"]
     assert problem["verdict"] == "accepted" and problem["child_run_id"]
+    assert problem["ref_ms"] > 0 and problem["speedup_ci"]  # the best kernel's timings reach the sweep's report
     shown = json.loads(_run(["runs", "show", problem["child_run_id"], "--db", db, "--json"], tmp_path).stdout)
     assert [e["verdict"] for e in shown["evaluations"]] == ["incorrect", "accepted"]
 
