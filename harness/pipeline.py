@@ -448,42 +448,53 @@ def _time_sets(session: ChildSession, run: _Run, reference: ReferenceRun, policy
                scratch: Path) -> TimedRun:
     """`process_pairs` independent sets of timed processes, one after the other, each on its share of the budget
     (`_set_policy`): the first is the candidate's checked process with the references started beside it, each
-    further one fresh (`_process_set`), timed and closed before the next starts. A rerun gets other processes; so
-    does each set, and the interval reads the spread between them (harness/decision/timing_reading.py)."""
+    further one fresh (`_process_set`). The fresh candidates load together before any set is timed (their imports
+    overlap; none loads while another set is timed). A rerun gets other processes; so does each set, and the
+    interval reads the spread between them (harness/decision/timing_reading.py)."""
     sets = policy.process_pairs if run.more_sets is not None else 1
     share = _set_policy(policy, sets)
     assert run.ref_session is not None
-    runs = [_time_both(session, run.ref_session, reference, share, job, scratch, run.checked_side, run.ref_copy)]
-    planned = len(runs[0].ref_ms) if runs[0].pilot_batches else None  # its pilot's prediction serves every set
-    while len(runs) < sets and not runs[-1].failures and run.more_sets is not None:
-        runs.append(_time_fresh_set(run.more_sets, reference, share, job, planned))
+    with ExitStack() as stack:
+        fresh = [run.more_sets(stack) for _ in range(sets - 1)] if run.more_sets is not None else []
+        _load_all([one.candidate for one in fresh])
+        runs = [_time_both(session, run.ref_session, reference, share, job, scratch, run.checked_side, run.ref_copy)]
+        planned = len(runs[0].ref_ms) if runs[0].pilot_batches else None  # its pilot's prediction serves every set
+        for one in fresh:
+            if runs[-1].failures:
+                break
+            runs.append(_time_fresh_set(one, reference, share, job, planned))
     return combined(runs)
 
 
-def _time_fresh_set(start: Callable[[ExitStack], _ProcessSet], reference: ReferenceRun, policy: EvalPolicy,
-                    job: J.ChildJob, planned: int | None) -> TimedRun:
-    """One fresh set timed: its candidate loaded, timed with every check of the first set (probes, full checks,
-    held outputs, aliasing, mutation), then finished, what it observed in itself (replaced functions, threads) a
-    failure of the timing like any other. A candidate that fails here fails the evaluation."""
-    with ExitStack() as stack:
-        fresh = start(stack)
-        loaded = fresh.candidate.request(P.Load())
-        if "failed" in loaded:
-            raise ChildFailed(loaded, reference=False)
-        timed = _time_both(fresh.candidate, fresh.ref, reference, policy, job, fresh.scratch, None, fresh.copy,
-                           planned)
-        if timed.failures:
-            return timed
-        finished = fresh.candidate.request(P.Finish())
-        if "failed" in finished:
-            raise ChildFailed(finished, reference=False)
-        result = read_result(fresh.scratch)
-        if result is None:
-            timed.failures.append(Finding("timing", "a fresh process of the candidate, timed as another set, left no "
-                                          "result"))
-        else:
-            timed.failures += integrity_failures(result, reference, policy)
+def _load_all(candidates: list[ChildSession]) -> None:
+    """`load` in every fresh candidate process at once; a candidate that fails to load fails the evaluation."""
+    if not candidates:
+        return
+    with ThreadPoolExecutor(max_workers=len(candidates), thread_name_prefix="kernelwright-load") as pool:
+        for loaded in list(pool.map(lambda candidate: candidate.request(P.Load()), candidates)):
+            if "failed" in loaded:
+                raise ChildFailed(loaded, reference=False)
+
+
+def _time_fresh_set(fresh: _ProcessSet, reference: ReferenceRun, policy: EvalPolicy, job: J.ChildJob,
+                    planned: int | None) -> TimedRun:
+    """One fresh set timed with every check of the first set (probes, full checks, held outputs, aliasing,
+    mutation), then finished, what its candidate observed in itself (replaced functions, threads) a failure of the
+    timing like any other. A candidate that fails here fails the evaluation."""
+    timed = _time_both(fresh.candidate, fresh.ref, reference, policy, job, fresh.scratch, None, fresh.copy,
+                       planned)
+    if timed.failures:
         return timed
+    finished = fresh.candidate.request(P.Finish())
+    if "failed" in finished:
+        raise ChildFailed(finished, reference=False)
+    result = read_result(fresh.scratch)
+    if result is None:
+        timed.failures.append(Finding("timing", "a fresh process of the candidate, timed as another set, left no "
+                                      "result"))
+    else:
+        timed.failures += integrity_failures(result, reference, policy)
+    return timed
 
 
 def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
