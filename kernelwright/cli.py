@@ -68,6 +68,9 @@ def eval_command(
         "a smaller and a larger batch.")] = None,
     no_envelope: Annotated[bool, flag("--no-envelope", help="Check the problem's own sizes only (KernelBench's "
                                                             "number).")] = False,
+    precision: Annotated[str, typer.Option("--precision", metavar="fp32|fp16|bf16", help="Run the problem with "
+                                           "its parameters and floating inputs cast (tolerance 1e-2 at fp16/bf16, "
+                                           "as KernelBench).")] = "fp32",
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     from kernelwright import render
@@ -77,7 +80,7 @@ def eval_command(
                          build_timeout_s=build_timeout, envelope=not no_envelope)
     with progress("evaluating") as say:
         outcome = judge(problem, candidate, self_check, device, policy, db, shrink=shrink, store=not no_store,
-                        progress=say, profile=profile, shapes=shapes)
+                        progress=say, profile=profile, shapes=shapes, precision=precision)
     render.print_evaluation(outcome, json_output, self_check)
     exit_unless(eval_holds(outcome, self_check))
 

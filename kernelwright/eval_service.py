@@ -76,13 +76,17 @@ def refuse_unallocatable(problem: Problem, device: str, memory_limit_mb: int) ->
         raise UsageError(f"{reason}: {SHRINK_HINT}")
 
 
-def target_problem(problem_spec: str, shrink: bool) -> tuple[Problem, ShrinkResult | None]:
-    """The problem named by `problem_spec`, rescaled to the CPU budget when `shrink`."""
+def target_problem(problem_spec: str, shrink: bool, precision: str = "fp32") -> tuple[Problem, ShrinkResult | None]:
+    """The problem named by `problem_spec`, rescaled to the CPU budget when `shrink`, at `precision` (its
+    parameters and floating inputs cast: fp16, bf16; fp32 leaves it as written)."""
+    from harness.shipping.precision import DTYPES, at_precision
+
+    if precision not in DTYPES:
+        raise UsageError(f"--precision {precision!r}: choose one of {', '.join(DTYPES)}")
     problem = resolve_problem(problem_spec)
-    if not shrink:
-        return problem, None
-    shrunk = shrink_problem(problem)
-    return shrunk.problem, shrunk
+    shrunk = shrink_problem(problem) if shrink else None
+    problem = shrunk.problem if shrunk else problem
+    return (at_precision(problem, precision) if precision != "fp32" else problem), shrunk
 
 
 POLICY_LEVELS = ("strict", "default")
@@ -97,16 +101,16 @@ def eval_policy(level: str, **fields: object) -> EvalPolicy:
 
 def judge(problem_spec: str, candidate_path: Path | None, self_check: bool, device: str, policy: EvalPolicy,
           db_url: str | None, shrink: bool = False, store: bool = True, progress: Progress | None = None,
-          profile: bool = False, shapes: list[str] | None = None) -> EvalOutcome:
+          profile: bool = False, shapes: list[str] | None = None, precision: str = "fp32") -> EvalOutcome:
     """`kernelwright eval`: judge a candidate file, or with `self_check` time the problem against itself."""
     if self_check == (candidate_path is not None):
         raise UsageError("give a CANDIDATE file to judge, or --self-check to time the problem against itself (not "
                          "both)")
     if self_check:
-        return run_self_check(problem_spec, device, policy, shrink=shrink, progress=progress)
+        return run_self_check(problem_spec, device, policy, shrink=shrink, progress=progress, precision=precision)
     assert candidate_path is not None
     return run_eval(problem_spec, candidate_path, device, policy, db_url, shrink=shrink, store=store,
-                    progress=progress, profile=profile, shapes=shapes)
+                    progress=progress, profile=profile, shapes=shapes, precision=precision)
 
 
 def eval_holds(outcome: EvalOutcome, self_check: bool) -> bool:
@@ -116,9 +120,9 @@ def eval_holds(outcome: EvalOutcome, self_check: bool) -> bool:
 
 def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalPolicy, db_url: str | None,
              shrink: bool = False, store: bool = True, progress: Progress | None = None,
-             profile: bool = False, shapes: list[str] | None = None) -> EvalOutcome:
+             profile: bool = False, shapes: list[str] | None = None, precision: str = "fp32") -> EvalOutcome:
     source = read_candidate(candidate_path)
-    problem, shrunk = target_problem(problem_spec, shrink)
+    problem, shrunk = target_problem(problem_spec, shrink, precision)
     declared = _declared_shapes(problem, shapes)
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
     resolved = resolve_device(device)
@@ -158,12 +162,12 @@ def _declared_shapes(problem: Problem, shapes: list[str] | None) -> list[dict[st
 
 
 def run_self_check(problem_spec: str, device: str, policy: EvalPolicy, shrink: bool = False,
-                   progress: Progress | None = None) -> EvalOutcome:
+                   progress: Progress | None = None, precision: str = "fp32") -> EvalOutcome:
     """The problem's own Model timed as a candidate (harness/measurement/self_check.py): the right answer is 1.00x,
     so what it prints is what this machine can resolve now. Never stored: it is no kernel."""
     from harness.measurement.self_check import self_check_policy, self_check_source
 
-    problem, shrunk = target_problem(problem_spec, shrink)
+    problem, shrunk = target_problem(problem_spec, shrink, precision)
     resolved = resolve_device(device)
     refuse_unallocatable(problem, resolved, policy.memory_limit_mb)
     evaluation = evaluate(problem, self_check_source(problem), resolved, self_check_policy(policy), progress=progress)
