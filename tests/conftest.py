@@ -107,3 +107,24 @@ def relu_variant(forward_body: str, prelude: str = "") -> str:
     body = "\n".join("        " + line for line in forward_body.strip().splitlines())
     return (head + prelude + "\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
             "    def forward(self, x):\n" + body + "\n")
+
+
+def tail_dropping_relu() -> str:
+    """The bundled ReLU candidate handling 8 elements at a time and never writing the rest (issue 35): right at
+    the bundled shape (a multiple of 8), wrong at any other size."""
+    source = RELU_CANDIDATE.read_text()
+    assert _TAIL_LOOP in source
+    return source.replace(_TAIL_LOOP, _EIGHT_AT_A_TIME)
+
+
+_TAIL_LOOP = """    #pragma omp parallel for simd
+    for (int64_t i = 0; i < n; ++i) {
+        dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
+    }"""
+_EIGHT_AT_A_TIME = """    const int64_t body = n - n % 8;  // the tail is never written
+    #pragma omp parallel for
+    for (int64_t i = 0; i < body; i += 8) {
+        for (int64_t j = i; j < i + 8; ++j) {
+            dst[j] = src[j] > 0.0f ? src[j] : 0.0f;
+        }
+    }"""

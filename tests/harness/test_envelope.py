@@ -17,7 +17,7 @@ from harness.shipping.envelope import (DECLARED, LARGER, ODD, ONE, TILE_8, TILE_
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import measure
-from tests.conftest import RELU_CANDIDATE
+from tests.conftest import RELU_CANDIDATE, tail_dropping_relu
 
 QUARTERS = """
 import torch
@@ -108,28 +108,11 @@ def test_the_finding_names_the_sizes_where_the_candidate_is_wrong() -> None:
     assert Envelope(sizes={}, variants=[right, wrong]).model_dump()["variants"][1]["verdict"] == "incorrect"
 
 
-TAIL_LOOP = """    #pragma omp parallel for simd
-    for (int64_t i = 0; i < n; ++i) {
-        dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
-    }"""
-EIGHT_AT_A_TIME = """    const int64_t body = n - n % 8;  // the tail is never written
-    #pragma omp parallel for
-    for (int64_t i = 0; i < body; i += 8) {
-        for (int64_t j = i; j < i + 8; ++j) {
-            dst[j] = src[j] > 0.0f ? src[j] : 0.0f;
-        }
-    }"""
-
-
-def _tail_dropping_relu() -> str:
-    source = RELU_CANDIDATE.read_text()
-    assert TAIL_LOOP in source
-    return source.replace(TAIL_LOOP, EIGHT_AT_A_TIME)
 
 
 @pytest.mark.slow
 def test_a_relu_that_drops_the_tail_is_accepted_at_its_shape_and_named_by_the_envelope() -> None:
-    relu, source = find_bundled("ReLU"), _tail_dropping_relu()
+    relu, source = find_bundled("ReLU"), tail_dropping_relu()
     assert evaluate(relu, source, "cpu", EvalPolicy(skip_timing=True)).verdict is Verdict.ACCEPTED
     envelope = check_envelope(relu, source, "cpu", EvalPolicy(), timed=0)
     verdicts = {v.label: v.verdict for v in envelope.variants}

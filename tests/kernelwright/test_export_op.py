@@ -23,6 +23,7 @@ from kernelbench.bundled import bundled_candidate, find_bundled
 from kernelbench.problem import Problem
 from kernelwright.eval_service import UsageError
 from kernelwright.export_op import ExportError, export_op, package_environment, run_exported_test
+from tests.conftest import tail_dropping_relu
 
 
 def _run_script(out: Path, script: str, timeout: float = 500) -> dict:
@@ -134,17 +135,6 @@ def test_calls_outside_the_envelope_go_to_the_reference_with_the_callers_weights
     assert result["counts"] == {"kernel": 4, "reference": 3}
 
 
-TAIL_LOOP = """    #pragma omp parallel for simd
-    for (int64_t i = 0; i < n; ++i) {
-        dst[i] = src[i] > 0.0f ? src[i] : 0.0f;
-    }"""
-EIGHT_AT_A_TIME = """    const int64_t body = n - n % 8;  // the tail is never written
-    #pragma omp parallel for
-    for (int64_t i = 0; i < body; i += 8) {
-        for (int64_t j = i; j < i + 8; ++j) {
-            dst[j] = src[j] > 0.0f ? src[j] : 0.0f;
-        }
-    }"""
 
 TAIL_ROUTES = '''
 import json, torch, PACKAGE as op
@@ -164,9 +154,7 @@ print(json.dumps({"direct wrong": not torch.equal(direct, torch.relu(odd)),
 @pytest.mark.slow
 def test_a_relu_that_drops_the_tail_is_guarded_at_the_sizes_it_gets_wrong(tmp_path: Path) -> None:
     relu = find_bundled("ReLU")
-    source = bundled_candidate(relu).read_text()
-    assert TAIL_LOOP in source
-    source = (source.replace(TAIL_LOOP, EIGHT_AT_A_TIME).replace('name="relu_cpu"', 'name="relu_tail_dropping_cpu"')
+    source = (tail_dropping_relu().replace('name="relu_cpu"', 'name="relu_tail_dropping_cpu"')
               .replace("kw_relu_cpu", "kw_relu_tail_dropping_cpu"))
     exported = export_op(relu, source, tmp_path / "op")  # verified at the problem's own 16 x 16384 only
     result = _run_script(exported.out_dir, TAIL_ROUTES.replace("PACKAGE", exported.package))
