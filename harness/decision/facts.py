@@ -59,7 +59,6 @@ class Facts:
     degenerate: list[str] | None = None  # the canaries that pass every trial
     canary_notes: list[Finding] = field(default_factory=list)  # what the canaries could not check
     timed: TimedRun | None = None
-    timing_failed: Finding | None = None  # the candidate broke the timing protocol
 
     @property
     def result(self) -> ChildResult | None:
