@@ -298,6 +298,8 @@ def sweep_command(
     timeout: Annotated[float, typer.Option(min=1.0, help="Run clock per evaluation (builds excluded).")] = 300.0,
     build_timeout: BuildTimeout = 900.0,
     models: ModelOptions = ModelOptions(),
+    prices: Annotated[Optional[str], typer.Option(help="JSON price table to add: {model: {input, output}} "
+                                                       "USD/1M (optimize mode).")] = None,
     rounds: Rounds = 4,
     candidates: Annotated[Optional[str], typer.Option("--candidates", metavar="N", help="Candidates per round "
                                                       "(optimize mode), as in optimize.")] = None,
@@ -318,7 +320,7 @@ def sweep_command(
                           baselines, profile, shrink)
     selected = problems_to_sweep(resume, path or PROBLEMS_ROOT, parse_levels(level), problems, limit, sample, seed,
                                  shrink)
-    summary = run_sweep(selected, config, model_spec(**vars(models)), db, resume, progress=lines())
+    summary = run_sweep(selected, config, model_spec(prices=prices, **vars(models)), db, resume, progress=lines())
     render.emit(summary, json_output, render.sweep_table)
 
 

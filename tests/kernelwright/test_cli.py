@@ -66,6 +66,7 @@ def test_candidate_without_model_new_is_a_verdict_not_a_traceback(tmp_path: Path
     (("eval", "relu", str(RELU_CANDIDATE), "--db", "not a url"), "not a database URL"),
     (("eval", "relu", str(RELU_CANDIDATE), "--shapes", "dim=many"), "is not name=positive integer"),
     (("eval", "relu", str(RELU_CANDIDATE), "--precision", "fp8"), "choose one of fp32, fp16, bf16"),
+    (("sweep", "--problem", "ReLU", "--model", "my-model", "--prices", "/no/such/prices.json"), "No such file"),
     (("eval", "relu", str(RELU_CANDIDATE), "--shapes", "width=7", "--no-store"), "not among its size constants"),
     (("problems", "list", "/no/such/folder"), "no such file or folder"),
 ])
