@@ -24,7 +24,7 @@ from harness.child.scratch import read_result, save_inputs, scratch_folder, scra
 from harness.child.verdicts import integrity_failures, log_tail, read_events
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import CORRECTNESS, child_ended, decide, timing_samples
-from harness.decision.timing_reading import read_timing, timing_record
+from harness.decision.timing_reading import timing_record
 from harness.defences import is_off
 from harness.device import resolve_device
 from harness.feedback.nvml import telemetry_flags
@@ -138,7 +138,7 @@ def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: Ev
     if facts.timed is None:
         return
     evaluation.isolation["protocol"] = "parent-driven" if facts.timed.parent_reads else "child-staged"
-    reading = read_timing(facts.timed) if not facts.timed.failures else None
+    reading = facts.reading
     if reading is not None and decision.passed(timing_samples):
         evaluation.ref_timing, evaluation.candidate_timing = reading.ref_stats, reading.candidate_stats
         evaluation.speedup, evaluation.speedup_ci = reading.speedup, reading.interval

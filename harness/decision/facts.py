@@ -5,11 +5,13 @@ conversation stopped before it, or the policy does not ask for it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from harness.child.job import ChildResult
 from harness.isolation.sandbox import ChildOutcome
 from harness.measurement.frozen_trials import CheckedTrials
+from harness.decision.timing_reading import TimingReading, read_timing
 from harness.measurement.timed_calls import TimedRun
 from harness.records import Finding, TrialResult, Verdict
 from harness.verification.oracle import NumericalContract
@@ -59,6 +61,12 @@ class Facts:
     degenerate: list[str] | None = None  # the canaries that pass every trial
     canary_notes: list[Finding] = field(default_factory=list)  # what the canaries could not check
     timed: TimedRun | None = None
+
+    @cached_property
+    def reading(self) -> TimingReading | None:
+        """What the timed run says about speed (bootstraps: computed once, when first read after timing); None
+        without a run, with failures, or without valid samples."""
+        return read_timing(self.timed) if self.timed is not None and not self.timed.failures else None
 
     @property
     def result(self) -> ChildResult | None:

@@ -14,7 +14,7 @@ from typing import Callable, Sequence
 
 from harness.child.verdicts import NO_CUDA_SOURCES, child_failure, integrity_failures
 from harness.decision.facts import Facts
-from harness.decision.timing_reading import TimingReading, checks_note, read_timing
+from harness.decision.timing_reading import checks_note
 from harness.defences import is_off
 from harness.measurement.frozen_trials import cache_finding
 from harness.policy import EvalPolicy
@@ -202,7 +202,7 @@ def timing_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 
 def timing_samples(facts: Facts, policy: EvalPolicy) -> list[Finding]:
-    reading = _reading(facts)
+    reading = facts.reading
     if facts.timed is None or reading is not None:
         return []
     return [Finding("", "the timing phase reported no valid samples", verdict=Verdict.CRASH)]
@@ -210,7 +210,7 @@ def timing_samples(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 def timing_notes(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """How far the clock, the checks and the machine's noise let the speedup be believed."""
-    reading = _reading(facts)
+    reading = facts.reading
     if reading is None or facts.timed is None:
         return []
     checks = checks_note(facts.timed, policy)
@@ -232,9 +232,6 @@ def protocol_statement(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     message = CHILD_STAGED.format(where=where, verdict="; strict refuses it" if strict else "")
     return [Finding("protocol", message, verdict=Verdict.REJECTED if strict else None, lead=True)]
 
-
-def _reading(facts: Facts) -> TimingReading | None:
-    return read_timing(facts.timed) if facts.timed is not None and not facts.timed.failures else None
 
 
 # The order in which the checks decide. Correctness comes before anything about speed; tampering comes before
