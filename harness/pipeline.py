@@ -12,11 +12,11 @@ import random
 import secrets
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from harness.child import job as J
 from harness.child.child_run import build_service, forkable, limits_for
@@ -33,11 +33,11 @@ from harness.isolation import protocol as P
 from harness.isolation.sandbox import ChildOutcome
 from harness.isolation.scratch_quota import is_quota
 from harness.isolation.session import ChildSession, ChildStopped
-from harness.isolation.shared_slots import SharedSlots
-from harness.isolation.timing_slot import checking_slot, timing_slot
+from harness.isolation.timing_slot import checking_slot
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
 from harness.measurement.frozen_trials import run_trials
-from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError, combined
+from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
+from harness.paired_timing import parent_calls, reference_session, shared_slots, time_both
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Finding, Verdict, rendered
 from harness.verification.canaries import passing_canaries
@@ -45,9 +45,7 @@ from harness.verification.compare import compare_trial
 from harness.verification.oracle import deterministic, numerical_contract
 from harness.verification.reference import ReferenceRun, run_reference
 from harness.verification.static_check import check_candidate
-from kernelbench.problem import Problem, ProblemError
-
-REFERENCE_ONLY = "# the reference's timing process: no candidate code\n"
+from kernelbench.problem import Problem
 
 Progress = Callable[[str], None]
 _BACKGROUND = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kernelwright-canaries")  # one per evaluation
@@ -207,13 +205,13 @@ def _run_isolated(evaluation: Evaluation, facts: Facts, problem: Problem, source
                 run.check_canaries(reference, policy, facts.canary_notes)
         if reference is not None and not policy.skip_timing:
             # started now, so its interpreter starts while the candidate builds and runs
-            run.ref_session = stack.enter_context(_reference_session(problem, reference, job, policy))
+            run.ref_session = stack.enter_context(reference_session(problem, reference, job, policy))
             if policy.noise_floor:
-                run.ref_copy = stack.enter_context(_reference_session(problem, reference, job, policy))
+                run.ref_copy = stack.enter_context(reference_session(problem, reference, job, policy))
             run.more_sets = partial(_process_set, problem, source, reference, job, policy)
         say("building and running the candidate in an isolated process")
         session = ChildSession(scratch, limits_for(device, policy), "candidate", on_build=builds,
-                               forkable=forkable(device), shared=_shared_slots(stack, reference, job, policy))
+                               forkable=forkable(device), shared=shared_slots(stack, reference, job, policy))
         try:
             _converse(facts, session, run, reference, policy, job, scratch, say, evaluation.phase_seconds)
         except ChildStopped as stop:
@@ -252,40 +250,6 @@ def _knocked_out_still_right(path: Path, reference: ReferenceRun, policy: EvalPo
     return knocked is not None and compare_trial(reference.trial_seeds[0], expected, knocked, policy).passed
 
 
-@contextmanager
-def _reference_session(problem: Problem, reference: ReferenceRun, job: J.ChildJob,
-                       policy: EvalPolicy) -> Iterator[ChildSession]:
-    """The reference's timing child gets its own scratch folder: it never sees candidate code or files. Where the
-    parent writes every timed input, the trials' inputs are not saved for it (it never reads them; saving and
-    loading them cost every set of processes 2 x 5 trials' inputs)."""
-    with scratch_folder(problem, REFERENCE_ONLY, job) as ref_scratch:
-        save_inputs(ref_scratch, reference, parent_calls=_parent_calls(job, policy))
-        with ExitStack() as slots:
-            ref = ChildSession(ref_scratch, limits_for(job.device, policy), "reference", forkable=forkable(job.device),
-                               shared=_shared_slots(slots, reference, job, policy))
-            try:
-                yield ref
-            finally:
-                ref.close()
-
-
-def _parent_calls(job: J.ChildJob, policy: EvalPolicy) -> bool:
-    """Whether the parent makes the candidate's calls through its input slots (the CPU, where the children can be
-    frozen and read), trials included; elsewhere the child runs the trials from its folder and stages its inputs."""
-    return job.pool_seed is None and not policy.skip_timing
-
-
-def _shared_slots(stack: ExitStack, reference: ReferenceRun | None, job: J.ChildJob,
-                  policy: EvalPolicy) -> SharedSlots | None:
-    """A timed child's input slots in a file the parent maps too (closed with `stack`), where the parent will
-    write every timed input itself; None where the children stage their own (their job carries a pool seed)."""
-    if reference is None or not _parent_calls(job, policy):
-        return None
-    shared = SharedSlots(reference.trial_inputs[0], slot_count(reference.trial_inputs[0]))
-    stack.callback(shared.close)
-    return shared
-
-
 def _reference(evaluation: Evaluation, facts: Facts, problem: Problem, policy: EvalPolicy, job: J.ChildJob,
                scratch: Path, say: Progress) -> ReferenceRun:
     say("computing reference outputs")
@@ -293,7 +257,7 @@ def _reference(evaluation: Evaluation, facts: Facts, problem: Problem, policy: E
     seeds = [secrets.randbits(31) for _ in range(policy.trials)]
     reference = run_reference(problem, job.device, job.init_seed, seeds, policy.cpu_threads,
                               vary_distributions=policy.hardening)
-    save_inputs(scratch, reference, parent_calls=_parent_calls(job, policy))
+    save_inputs(scratch, reference, parent_calls=parent_calls(job, policy))
     facts.notes += reference.notes
     evaluation.phase_seconds["reference"] = time.perf_counter() - started
     return reference
@@ -420,13 +384,13 @@ def _process_set(problem: Problem, source: str, reference: ReferenceRun, job: J.
     """Started fresh, closed with `stack`. The candidate's source is the parent's copy, never the file its first
     process could write, and its builds go through a build service of their own (cached: nothing is compiled
     again, and the evaluation's own build records and limits stay those of its first process)."""
-    ref = stack.enter_context(_reference_session(problem, reference, job, policy))
-    copy = stack.enter_context(_reference_session(problem, reference, job, policy)) if policy.noise_floor else None
+    ref = stack.enter_context(reference_session(problem, reference, job, policy))
+    copy = stack.enter_context(reference_session(problem, reference, job, policy)) if policy.noise_floor else None
     scratch = stack.enter_context(scratch_folder(problem, source, job))
-    save_inputs(scratch, reference, parent_calls=_parent_calls(job, policy))
+    save_inputs(scratch, reference, parent_calls=parent_calls(job, policy))
     candidate = ChildSession(scratch, limits_for(job.device, policy), "candidate",
                              on_build=build_service(job.device, policy), forkable=forkable(job.device),
-                             shared=_shared_slots(stack, reference, job, policy))
+                             shared=shared_slots(stack, reference, job, policy))
     stack.callback(candidate.close)
     return _ProcessSet(candidate, scratch, ref, copy)
 
@@ -457,7 +421,7 @@ def _time_sets(session: ChildSession, run: _Run, reference: ReferenceRun, policy
     with ExitStack() as stack:
         fresh = [run.more_sets(stack) for _ in range(sets - 1)] if run.more_sets is not None else []
         _load_all([one.candidate for one in fresh])
-        runs = [_time_both(session, run.ref_session, reference, share, job, scratch, run.checked_side, run.ref_copy)]
+        runs = [time_both(session, run.ref_session, reference, share, job, scratch, run.checked_side, run.ref_copy)]
         planned = len(runs[0].ref_ms) if runs[0].pilot_batches else None  # its pilot's prediction serves every set
         for one in fresh:
             if runs[-1].failures:
@@ -481,7 +445,7 @@ def _time_fresh_set(fresh: _ProcessSet, reference: ReferenceRun, policy: EvalPol
     """One fresh set timed with every check of the first set (probes, full checks, held outputs, aliasing,
     mutation), then finished, what its candidate observed in itself (replaced functions, threads) a failure of the
     timing like any other. A candidate that fails here fails the evaluation."""
-    timed = _time_both(fresh.candidate, fresh.ref, reference, policy, job, fresh.scratch, None, fresh.copy,
+    timed = time_both(fresh.candidate, fresh.ref, reference, policy, job, fresh.scratch, None, fresh.copy,
                        planned)
     if timed.failures:
         return timed
@@ -495,47 +459,6 @@ def _time_fresh_set(fresh: _ProcessSet, reference: ReferenceRun, policy: EvalPol
     else:
         timed.failures += integrity_failures(result, reference, policy)
     return timed
-
-
-def _time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
-               job: J.ChildJob, scratch: Path, checked: FrozenSide | None = None,
-               copy: ChildSession | None = None, planned: int | None = None) -> TimedRun:
-    """The reference's children load before the device's timing slot is taken: the slot only covers measuring."""
-    references = (ref,) if copy is None else (ref, copy)
-    for child in references:
-        child.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
-    try:
-        timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31),
-                        checked, copy)
-    except TimingProtocolError as exc:
-        raise ProblemError(f"timing cannot run here: {exc}") from None
-    timing.planned = planned
-    timing.run.pids = tuple(child.proc.pid for child in (ref, session, copy) if child is not None)
-    try:
-        if any("failed" in child.request(P.Load()) for child in references):
-            raise ProblemError("the reference failed to load in its timing process")
-        ours = tuple(s.jailed.group.freezer for s in (*references, session) if s.jailed.group.freezer is not None)
-        with timing_slot(job.device, keep=ours, cpus=ref.jailed.limits.cpus) as slot:
-            timing.run.slot_wait_s, timing.run.frozen_builds = slot.waited_s, slot.frozen_builds
-            try:
-                return timing.measure()
-            finally:  # frozen between batches by the protocol: they answer `finish` after this
-                for child in (*references, session):
-                    child.thaw()
-    except TimingProtocolError as exc:
-        if str(exc).startswith("the reference's"):  # the machine's doing, never the candidate's
-            raise ProblemError(f"timing could not run on this machine now: {exc}") from None
-        timing.run.failures.append(Finding("timing", f"the candidate's process broke the timing protocol: {exc}"))
-        return timing.run
-    except ChildFailed as failed:
-        if failed.reference:
-            raise ProblemError(f"the reference failed while being timed: {failed}") from None
-        raise
-    except ChildStopped:
-        if any(child.stopped for child in references) and not session.stopped:
-            stopped = next(child.stopped for child in references if child.stopped)
-            raise ProblemError(f"the reference's timing process stopped ({stopped})") from None
-        raise
 
 
 def _load(path: Path) -> Any:

@@ -40,9 +40,11 @@ class Command:
 
 @dataclass
 class Load(Command):
-    """Import the candidate and construct ModelNew (the reference's child: construct Model). -> Status"""
+    """Import the candidate and construct ModelNew (the reference's child: construct Model; with `compile`, wrap it
+    in torch.compile, the compiled baseline timed like any candidate). -> Status"""
 
     cmd: ClassVar[str] = "load"
+    compile: bool | None = None
 
 
 @dataclass
@@ -79,9 +81,11 @@ class Stage(Command):
 
 @dataclass
 class Go(Command):
-    """The staged calls, back to back, on the parent's clock. -> Done"""
+    """The staged calls, back to back, on the parent's clock; the call at index `poison` with every kernel function
+    poisoned (the knock-out, at a position only the parent chose). -> Done"""
 
     cmd: ClassVar[str] = "go"
+    poison: int | None = None
 
 
 @dataclass
@@ -105,12 +109,14 @@ class Slots(Command):
 @dataclass
 class Run(Command):
     """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
-    `[handle, call]` of the last batch. -> Done"""
+    `[handle, call]` of the last batch; the call at index `poison` with every kernel function poisoned (the
+    knock-out, at a position only the parent chose). -> Done"""
 
     cmd: ClassVar[str] = "run"
     slots: list[int] = field(default_factory=list)
     hold: list[list[int]] = field(default_factory=list)
     release: list[int] = field(default_factory=list)
+    poison: int | None = None
 
 
 @dataclass
@@ -253,12 +259,14 @@ class Staged(Reply):
 @dataclass
 class Done(Reply):
     """A batch ran: its calls; on CUDA each call's event time; after `run` where each output lies
-    (harness/measurement/frozen_calls.py reads them) and the kernel calls it made."""
+    (harness/measurement/frozen_calls.py reads them), the kernel calls it made and the nanoseconds spent inside
+    the candidate's kernel functions (the kernels' share of forward, untrusted: it can only hide or accuse)."""
 
     done: int
     event_ms: list[float] | None = None
     outputs: list[Any] | None = None
     kernel_calls: int | None = None
+    own_ns: int | None = None
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> Done:
@@ -268,8 +276,9 @@ class Done(Reply):
         events, outputs, calls = reply.get("event_ms"), reply.get("outputs"), reply.get("kernel_calls")
         events = events if isinstance(events, list) and all(type(e) is float and 0 < e < 1e6 for e in events) \
             else None
+        own = reply.get("own_ns")
         return cls(done, events, outputs if isinstance(outputs, list) else None,
-                   calls if type(calls) is int else None)
+                   calls if type(calls) is int else None, own if type(own) is int and own >= 0 else None)
 
 
 @dataclass
