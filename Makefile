@@ -23,7 +23,8 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q $(if $(filter skip,$(TORCH_SPEC)),--no-build-isolation,) -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
-# offline: the scripted model (agent/scripts/demo_max_reduction.json) plays coder and judge on the CPU device
+# offline: the scripted model (agent/scripts/demo_max_reduction.json) plays coder and judge on the CPU device; the
+# run goes where every command keeps results (KERNELWRIGHT_HOME, else ~/.local/share/kernelwright), and prints where
 demo: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright optimize Max_reduction_over_a_dimension --device cpu \
 		--model scripted:demo_max_reduction.json --rounds 3
@@ -35,10 +36,10 @@ test-gpu: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q -m gpu $(PYTEST_ARGS)
 
 # on a GPU machine: the GPU tests, kernelwright vs do_bench on every bundled CUDA pair (own size and large), the
-# cached-evaluation seconds and a scripted optimize round trip, in one report (runs/gpu-check.md, written section by
-# section); GPU_CHECK_ARGS="--budget-s 540" skips what no longer fits. Without internet, install missing packages
-# into the interpreter (pip install --no-deps WHEELS), never via PYTHONPATH: the harness's children get a clean
-# environment (measured on an H100, 2026-11-25: every candidate crashed at start-up that way)
+# cached-evaluation seconds and a scripted optimize round trip, in one report (gpu-check.md in the home, which it
+# prints; written section by section); GPU_CHECK_ARGS="--budget-s 540" skips what no longer fits. Without internet,
+# install missing packages into the interpreter (pip install --no-deps WHEELS), never via PYTHONPATH: the harness's
+# children get a clean environment (measured on an H100, 2026-11-25: every candidate crashed at start-up that way)
 gpu-check: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 

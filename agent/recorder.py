@@ -1,5 +1,5 @@
 """Everything a run leaves behind, written as it happens: the store (run, LLM calls, candidates, evaluations)
-and `runs/<run-id>/` (candidate sources, transcript.jsonl, best.py, report.md)."""
+and `<home>/<run-id>/` (harness.paths.home: candidate sources, transcript.jsonl, best.py, report.md)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@
 3. the cached-evaluation seconds of each pair and where they went;
 4. one scripted `optimize` round trip on the GPU with its time split.
 
-Each section (each table row) goes to stdout and is appended to runs/gpu-check.md as soon as it is done, so a
-killed run keeps what it finished. `--budget-s` (default 540 s, under the 10 minutes a GPU check gets) is an
-overall deadline: a pair that would not finish in time is skipped, with a line that says which; the own-size rows
-of every pair come before any large one.
+Each section (each table row) goes to stdout and is appended to gpu-check.md in the home (its path is printed
+first) as soon as it is done, so a killed run keeps what it finished. `--budget-s` (default 540 s, under the 10
+minutes a GPU check gets) is an overall deadline: a pair that would not finish in time is skipped, with a line
+that says which; the own-size rows of every pair come before any large one.
 
     .venv/bin/python benchmarks/gpu_check.py [--skip-tests] [--pairs relu gelu] [--skip-large] [--budget-s 540]
     .venv/bin/python benchmarks/gpu_check.py --device cpu --smoke   # that the script runs, in seconds

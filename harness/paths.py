@@ -1,13 +1,26 @@
-"""Where kernelwright keeps its files: `runs/` under the working directory unless told otherwise."""
+"""Where kernelwright keeps its files (the results store, run artifacts, the build cache, scratch folders):
+`KERNELWRIGHT_HOME` when set, else one per-user data folder (`~/.local/share/kernelwright` on Linux), wherever
+a command runs. Pure path logic: importing this creates nothing."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+HOME_VARIABLE = "KERNELWRIGHT_HOME"
+
+
+def default_home() -> Path:
+    """The per-user data folder: platformdirs' user data dir (honours XDG_DATA_HOME on Linux)."""
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("kernelwright", appauthor=False))
+
 
 def home() -> Path:
-    return Path(os.environ.get("KERNELWRIGHT_HOME", "runs"))
+    """The home of every command and process: `KERNELWRIGHT_HOME`, else `default_home()`."""
+    given = os.environ.get(HOME_VARIABLE)
+    return Path(given) if given else default_home()
 
 
 def build_cache_dir() -> Path:

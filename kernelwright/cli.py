@@ -39,7 +39,9 @@ def _main(version: Annotated[bool, flag("--version", callback=_version, is_eager
     """LLM-written kernels, verified by a harness that treats every candidate as hostile."""
     from kernelwright.settings import settle_home
 
-    settle_home()
+    _, notice = settle_home()
+    if notice:
+        note(notice)
 
 
 @command(app, "eval")
@@ -201,7 +203,8 @@ def optimize_command(
     db: Db = None,
     json_output: JsonObject = False,
 ) -> None:
-    """One PyTorch program in, the fastest verified kernel out (best.py and report.md in runs/RUN_ID/)."""
+    """One PyTorch program in, the fastest verified kernel out (best.py and report.md in the run's folder, which it
+    prints first)."""
     from agent.run_spec import Execution
     from kernelwright import render
     from kernelwright.optimize_service import model_spec, optimize_config, run_optimize
@@ -374,7 +377,8 @@ def runs_compare_command(
 def report_command(
     run_id: RunId,
     db: Db = None,
-    output: Annotated[Optional[str], typer.Option(help="Folder (default runs/RUN_ID).")] = None,
+    output: Annotated[Optional[str], typer.Option(help="Folder (default: the run's own, RUN_ID in "
+                                                        "the home).")] = None,
 ) -> None:
     """Write report.html (plots, per-problem table, kernels) and summary.md for a run."""
     from kernelwright.runs_service import write_run_report

@@ -25,7 +25,7 @@ def flag(*decls: str, **options: Any) -> Any:
 
 
 DB_HELP = ("SQLAlchemy URL of the results store (default: $KERNELWRIGHT_DB, else kernelwright.db in "
-           "$KERNELWRIGHT_HOME, else in the nearest runs/ folder holding one, from the current folder up).")
+           "$KERNELWRIGHT_HOME, else in the per-user data folder: ~/.local/share/kernelwright on Linux).")
 
 Db = Annotated[Optional[str], typer.Option("--db", help=DB_HELP)]
 JsonObject = Annotated[bool, flag("--json", help="Print one JSON object on stdout.")]

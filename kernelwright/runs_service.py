@@ -151,7 +151,7 @@ def _best_per_problem(evaluations: list[dict[str, Any]]) -> dict[str, dict[str, 
 
 
 def write_run_report(db_url: str | None, run_id: str, output: str | None = None) -> tuple[str, str]:
-    """report.html and summary.md for a run, in `runs/<run-id>/` unless told otherwise."""
+    """report.html and summary.md for a run, in its folder in the home (`<home>/<run-id>/`) unless told otherwise."""
     from pathlib import Path
 
     from harness.paths import home

@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Session, sessionmaker
 
+from harness.paths import home
 from store.migrate import NewerSchemaError, upgrade_to_head
 
 BUSY_TIMEOUT_MS = 60_000
@@ -25,17 +26,16 @@ STORE_FILE = "kernelwright.db"
 
 
 def default_url() -> str:
-    """`--db` beats `KERNELWRIGHT_DB`, which beats `kernelwright.db` in `KERNELWRIGHT_HOME` (default `runs`; the
-    CLI sets it to the nearest `runs/` folder that holds a store, from the current folder up)."""
+    """`--db` beats `KERNELWRIGHT_DB`, which beats `kernelwright.db` in the home (`KERNELWRIGHT_HOME`, else the
+    per-user data folder: harness.paths.home)."""
     if os.environ.get("KERNELWRIGHT_DB"):
         return os.environ["KERNELWRIGHT_DB"]
-    home = Path(os.environ.get("KERNELWRIGHT_HOME", "runs"))
-    return f"sqlite:///{home / STORE_FILE}"
+    return f"sqlite:///{home() / STORE_FILE}"
 
 
 def store_location(url: str | None = None) -> str:
-    """Where results go, for people: an absolute path for a SQLite file (the default is relative to the current
-    folder), otherwise the URL without its password."""
+    """Where results go, for people: an absolute path for a SQLite file, otherwise the URL without its
+    password."""
     url = url or default_url()
     try:
         parsed = make_url(url)
@@ -61,12 +61,10 @@ def _configure_sqlite(engine: Engine) -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
-def _missing_store(path: Path, defaulted: bool) -> StoreError:
-    where = (f"no results store in runs/ of {Path.cwd()} or of any folder above it" if defaulted
-             else f"no results store at {path.resolve()}")
-    return StoreError(f"{where}: nothing has been recorded there. Point to yours with "
+def _missing_store(path: Path) -> StoreError:
+    return StoreError(f"no results store at {path.resolve()}: nothing has been recorded there. Point to yours with "
                       f"--db sqlite:///PATH/{STORE_FILE}, KERNELWRIGHT_DB=URL or KERNELWRIGHT_HOME=FOLDER (the folder "
-                      f"that holds {STORE_FILE}), or run this from the folder whose runs/ holds it")
+                      f"that holds {STORE_FILE})")
 
 
 def open_store(url: str | None = None, create: bool = True) -> sessionmaker[Session]:
@@ -74,16 +72,15 @@ def open_store(url: str | None = None, create: bool = True) -> sessionmaker[Sess
     release's (store.migrate; a store from a newer release is a StoreError that says to upgrade). With
     `create=False` (commands that only read or continue what is stored) a SQLite file that does not exist is a
     StoreError that says where it looked, instead of a new empty store."""
-    defaulted = not (url or os.environ.get("KERNELWRIGHT_DB") or os.environ.get("KERNELWRIGHT_HOME"))
     url = url or default_url()
     try:
         parsed = make_url(url)
     except ArgumentError as exc:
-        raise StoreError(f"{url!r} is not a database URL (e.g. sqlite:///runs/kernelwright.db or "
+        raise StoreError(f"{url!r} is not a database URL (e.g. sqlite:///results/kernelwright.db or "
                          "postgresql://user@host/db)") from exc
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         if not create and not Path(parsed.database).is_file():
-            raise _missing_store(Path(parsed.database), defaulted)
+            raise _missing_store(Path(parsed.database))
         try:
             Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

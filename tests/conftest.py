@@ -62,11 +62,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(autouse=True, scope="session")
 def kernelwright_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Databases and scratch folders go to a temporary home; builds are shared with `make demo` so that an
-    extension compiled once (about 40 s here) is reused by every test that needs the same kernel."""
+    """Databases and scratch folders go to a temporary home, and the per-user data folder (the home of a command
+    run without KERNELWRIGHT_HOME) to a temporary one too: the suite never writes into the user's real results.
+    Builds go to the repository's git-ignored runs/builds, kept between test runs, so that an extension compiled
+    once (about 40 s here) is reused by every test that needs the same kernel."""
     home = tmp_path_factory.mktemp("kw-home")
     patch = pytest.MonkeyPatch()
     patch.setenv("KERNELWRIGHT_HOME", str(home))
+    data = tmp_path_factory.mktemp("xdg-data")
+    patch.setenv("XDG_DATA_HOME", str(data))
+    from harness.paths import default_home
+
+    assert default_home().is_relative_to(data), "the per-user folder must move under XDG_DATA_HOME (Linux)"
     patch.setenv("KERNELWRIGHT_BUILD_CACHE", str(REPO / "runs" / "builds"))
     patch.delenv("KERNELWRIGHT_DB", raising=False)
     yield home
