@@ -103,6 +103,11 @@ class SweepConfig(BaseModel):
     ray_address: str | None = Field(None, description="An existing Ray cluster to run on.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy)
     optimize: OptimizeConfig | None = Field(None, description="Per-problem optimize settings (optimize mode).")
+    budget_usd: float | None = Field(None, description="Dollars for the whole sweep (optimize mode): no problem "
+                                     "starts once its optimize runs have spent this, and each starts with what is "
+                                     "left as its own budget.")
+    max_tokens: int | None = Field(None, description="Prompt + completion tokens for the whole sweep (optimize "
+                                   "mode), kept as budget_usd is.")
     problem_keys: list[str] = Field(default_factory=list, description="The problems, in order.")
     profile: bool = Field(False, description="Store Nsight Compute metrics of accepted CUDA kernels (candidates "
                           "mode).")

@@ -11,9 +11,9 @@ import typer
 
 from kernelwright import __version__
 from kernelwright.cli_boundary import command, exit_unless, lines, note, progress
-from kernelwright.cli_options import (BuildTimeout, Db, DeviceChoice, ExecutionOptions, JsonObject, JsonRows, Levels,
-                                      ModelOptions, PolicyLevel, Problem, ProblemPath, Rounds, RunId, Timeout, Workers,
-                                      flag)
+from kernelwright.cli_options import (BudgetUsd, BuildTimeout, Db, DeviceChoice, ExecutionOptions, JsonObject,
+                                      JsonRows, Levels, MaxTokens, ModelOptions, Patience, PolicyLevel, Problem,
+                                      ProblemPath, Rounds, RunId, Timeout, Workers, flag)
 
 # Each command imports its service when it runs: `kernelwright --help` loads typer and rich, not torch, the
 # harness's stages or SQLAlchemy.
@@ -190,9 +190,9 @@ def optimize_command(
     rounds: Rounds = 4,
     candidates: Annotated[int, typer.Option(min=1, help="Candidates per round: written concurrently, built in "
                                                         "parallel, timed one at a time.")] = 1,
-    patience: Annotated[int, typer.Option(min=1, help="Stop after this many rounds without improvement.")] = 2,
-    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Token budget for the whole run.")] = None,
-    budget_usd: Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget for the whole run.")] = None,
+    patience: Patience = 2,
+    max_tokens: MaxTokens = None,
+    budget_usd: BudgetUsd = None,
     time_limit: Annotated[Optional[float], typer.Option(min=1.0, help="Seconds after which no new round "
                                                                       "starts.")] = None,
     resume: Annotated[Optional[str], typer.Option(help="Continue this run where it stopped, with its stored models "
@@ -306,8 +306,12 @@ def sweep_command(
     rounds: Rounds = 4,
     candidates: Annotated[Optional[str], typer.Option("--candidates", metavar="N", help="Candidates per round "
                                                       "(optimize mode), as in optimize.")] = None,
-    resume: Annotated[Optional[str], typer.Option(help="Continue this sweep: finished problems are "
-                                                       "skipped.")] = None,
+    patience: Patience = 2,
+    max_tokens: MaxTokens = None,
+    budget_usd: BudgetUsd = None,
+    resume: Annotated[Optional[str], typer.Option(help="Continue this sweep: finished problems are skipped; "
+                                                       "--budget-usd or --max-tokens given here replace its "
+                                                       "budget.")] = None,
     db: Db = None,
     json_output: JsonObject = False,
 ) -> None:
@@ -320,7 +324,7 @@ def sweep_command(
     from kernelwright.sweep_service import problems_to_sweep, run_sweep, sweep_config
 
     config = sweep_config(Execution(**vars(execution)), solutions, rounds, candidates, timeout, build_timeout,
-                          baselines, profile, shrink)
+                          baselines, profile, shrink, patience=patience, max_tokens=max_tokens, budget_usd=budget_usd)
     selected = problems_to_sweep(resume, path or PROBLEMS_ROOT, parse_levels(level), problems, limit, sample, seed,
                                  shrink)
     summary = run_sweep(selected, config, model_spec(prices=prices, **vars(models)), db, resume, progress=lines())

@@ -41,6 +41,12 @@ Workers = Annotated[Optional[int], typer.Option(min=1, help="Compile workers, an
                                                             "at once (default: cores and memory allow); kernels "
                                                             "are still timed one at a time.")]
 Rounds = Annotated[int, typer.Option(min=1, help="Rounds, the seed round included (per problem in a sweep).")]
+Patience = Annotated[int, typer.Option(min=1, help="Stop after this many rounds without improvement (per problem "
+                                                   "in a sweep).")]
+MaxTokens = Annotated[Optional[int], typer.Option(min=1, help="Token budget for the whole run (a sweep: for all its "
+                                                              "problems; none starts once it is spent).")]
+BudgetUsd = Annotated[Optional[float], typer.Option(min=0.0, help="Dollar budget for the whole run (a sweep: for all "
+                                                                  "its problems; none starts once it is spent).")]
 Resume = Annotated[Optional[str], typer.Option(help="Continue this run where it stopped (a sweep skips its "
                                                     "finished problems).")]
 Problem = Annotated[str, typer.Argument(metavar="PROBLEM", help="Problem file (KernelBench format) or bundled "

@@ -266,10 +266,14 @@ def sweep_table(summary: dict[str, Any]) -> Table:
         table = metrics_table(summary["metrics_vs_compile"])
         table.title = "metrics against torch.compile"
         print_table(table)
-    return _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
-                                                                          "detail"],
-                    [[escape(problem_label(p["name"], p.get("shrunk"))), p["status"], _text(p["verdict"]),
-                      _speed(p["speedup"]), _text(clip(p["detail"] or "", 120))] for p in summary["problems"]])
+    table = _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
+                                                                           "detail"],
+                     [[escape(problem_label(p["name"], p.get("shrunk"))), p["status"], _text(p["verdict"]),
+                       _speed(p["speedup"]), _text(clip(p["detail"] or "", 120))] for p in summary["problems"]])
+    if summary.get("llm_calls"):  # the calls of its problems' optimize runs
+        table.caption = (f"{summary['llm_calls']} LLM calls, {summary['prompt_tokens']} prompt + "
+                         f"{summary['completion_tokens']} completion tokens, {cost_label(summary)}")
+    return table
 
 
 def runs_table(rows: list[dict[str, Any]]) -> Table:

@@ -19,7 +19,7 @@ from kernelbench.problem import Problem, load_problems
 from kernelbench.shrink import shrink_problem
 from kernelwright.eval_service import SHRINK_HINT, UsageError, unallocatable
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
-from kernelwright.optimize_service import build_models, check_prices
+from kernelwright.optimize_service import build_models, check_prices, unpriced
 from store import open_store, store_location
 from store import runs as run_store
 from store import sweep_queries as queries
@@ -28,15 +28,19 @@ from sweeps.sweep import Sweep, ensure_baselines, sweep_summary
 
 def sweep_config(execution: Execution, solutions: Path | None, rounds: int, candidates: str | None,
                  timeout_s: float, build_timeout_s: float, baselines: bool, profile: bool,
-                 shrink: bool) -> SweepConfig:
+                 shrink: bool, *, patience: int | None = None, max_tokens: int | None = None,
+                 budget_usd: float | None = None) -> SweepConfig:
     """What `kernelwright sweep` was asked to do: verify the solutions in a folder, or optimize each problem (the
-    execution settings serve both the sweep and each problem's optimize run)."""
+    execution settings serve both the sweep and each problem's optimize run; `patience` is each run's, the
+    budgets the whole sweep's)."""
     policy = EvalPolicy(timeout_s=timeout_s, build_timeout_s=build_timeout_s)
+    each = {"patience": patience} if patience is not None else {}
     optimize = None if solutions else OptimizeConfig(**execution.model_dump(), rounds=rounds,
-                                                     candidates=per_round(candidates), policy=policy)
+                                                     candidates=per_round(candidates), policy=policy, **each)
     return SweepConfig(mode="candidates" if solutions else "optimize",
                        candidates_dir=str(solutions) if solutions else None, **execution.model_dump(),
-                       baselines=baselines, profile=profile, policy=policy, optimize=optimize, shrink=shrink)
+                       baselines=baselines, profile=profile, policy=policy, optimize=optimize, shrink=shrink,
+                       budget_usd=budget_usd, max_tokens=max_tokens)
 
 
 def per_round(candidates: str | None) -> int:
@@ -94,6 +98,7 @@ def _matches(problem: Problem, wanted: str) -> bool:
 def _run(sweep: Sweep, config: SweepConfig, models: ModelSpec, executor: Executor) -> None:
     if config.mode == "optimize":
         coder, judge = build_models(models)
+        sweep.unpriced_models = unpriced((coder, judge))
         sweep.run_optimize(models, coder, judge, home(), executor, config.workers or default_workers(config.device))
     else:
         sweep.run_candidates(executor)
@@ -107,6 +112,16 @@ def _mark_interrupted(sessions: Any, run_id: str, sweep: Sweep) -> None:
 
 def _resume_command(run_id: str, db_url: str | None) -> str:
     return " ".join(["kernelwright", "sweep", "--resume", run_id] + (["--db", shlex.quote(db_url)] if db_url else []))
+
+
+def _budget_note(sweep: Sweep, summary: dict[str, Any], db_url: str | None) -> str | None:
+    """What a sweep stopped by its budget left, and how to go on."""
+    spent = sweep.budget_spent
+    if spent is None:
+        return None
+    left = sum(1 for p in summary["problems"] if p["status"] == "not_started")
+    return (f"sweep budget spent ({spent.amount}): {left} problem{'s' if left != 1 else ''} not started; go on with "
+            f"a larger budget: {_resume_command(sweep.run_id, db_url)} {spent.option} N")
 
 
 def _refuse_unallocatable(problems: list[Problem], device: str, memory_limit_mb: int) -> None:
@@ -125,12 +140,14 @@ def _executor(config: SweepConfig) -> Executor:
 
 
 def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: ModelSpec, db_url: str | None,
-              resume: str | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              resume: str | None = None, progress: Callable[[str], None] | None = None,
+              executor: Executor | None = None) -> dict[str, Any]:
     """Start a sweep over `problems`, or with `resume` continue one from its stored SweepSpec (model options given
-    in `models` replace the stored ones); the summary of the finished sweep."""
+    in `models`, and budgets given in `config`, replace the stored ones); the summary of the finished sweep, or of
+    the problems it started before its budget was spent (status `budget_usd` or `max_tokens`)."""
     sessions = open_store(db_url, create=not resume)
     if resume:
-        run_id, spec, models = _resumed(sessions, resume, models)
+        run_id, spec, models = _resumed(sessions, resume, models, config, progress)
         problems = queries.stored_problems(sessions, spec.fingerprints)
     else:
         if not problems:
@@ -141,7 +158,7 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         progress(f"sweep {run_id}: {len(problems)} problems on {config.device} ({config.mode}), "
                  f"{config.executor} executor, store {store_location(db_url)}")
     sweep = Sweep(sessions, run_id, problems, config, progress)
-    executor = _executor(config)
+    executor = executor or _executor(config)
     try:
         with stop_on_ctrl_c(sweep.stop):
             _run(sweep, config, models, executor)
@@ -152,18 +169,32 @@ def run_sweep(problems: list[Problem] | None, config: SweepConfig, models: Model
         executor.shutdown()
     if config.baselines:
         ensure_baselines(sessions, problems, config.device, config.policy, progress)
-    run_store.set_run_status(sessions, run_id, "finished")
-    return sweep_summary(sessions, run_id)
+    run_store.set_run_status(sessions, run_id, sweep.budget_spent.status if sweep.budget_spent else "finished")
+    summary = sweep_summary(sessions, run_id)
+    note = _budget_note(sweep, summary, db_url)
+    if note and progress:
+        progress(note)
+    return summary
 
 
-def _resumed(sessions: Any, run_id: str, given: ModelSpec) -> tuple[str, SweepSpec, ModelSpec]:
-    """A stored sweep, marked running again, with its models (options given now replace the stored ones)."""
+def _resumed(sessions: Any, run_id: str, given: ModelSpec, config: SweepConfig,
+             progress: Callable[[str], None] | None) -> tuple[str, SweepSpec, ModelSpec]:
+    """A stored sweep, marked running again, with its models (options given now replace the stored ones) and its
+    budgets (`config`'s, where given, replace the stored ones: a sweep that spent its budget goes on with more)."""
     run = run_store.get_run(sessions, run_id)
     if run is None or run.kind != "sweep":
         raise UsageError(f"no sweep run {run_id!r} in this store (see `kernelwright runs list`)")
     spec = SweepSpec.from_stored(run.config)
+    budgets = {name: value for name, value in (("budget_usd", config.budget_usd), ("max_tokens", config.max_tokens))
+               if value is not None}
+    spec = spec.model_copy(update={"sweep": spec.sweep.model_copy(update=budgets)})
+    models = (spec.models or ModelSpec(model=run.model)).overridden_by(given)
+    if spec.sweep.mode == "optimize":
+        check_prices(build_models(models), spec.sweep.budget_usd, progress)  # before the run is touched
+    if budgets:
+        run_store.set_run_config(sessions, run_id, sweep=spec.sweep.model_dump())
     run_store.set_run_status(sessions, run_id, "running")
-    return run_id, spec, (spec.models or ModelSpec(model=run.model)).overridden_by(given)
+    return run_id, spec, models
 
 
 def _started(sessions: Any, problems: list[Problem], config: SweepConfig, models: ModelSpec,
@@ -182,8 +213,8 @@ def _started(sessions: Any, problems: list[Problem], config: SweepConfig, models
     _refuse_unallocatable(problems, device, config.policy.memory_limit_mb)
     queries.add_problems(sessions, problems)
     optimizing = config.mode == "optimize"
-    if optimizing:
-        check_prices(build_models(models), None, progress)  # a bad endpoint: a usage error before the sweep
+    if optimizing:  # a bad endpoint, or a dollar budget for a model without a price: a usage error first
+        check_prices(build_models(models), config.budget_usd, progress)
     spec = SweepSpec(sweep=config, fingerprints=[p.fingerprint for p in problems],
                      models=models.frozen() if optimizing else None)
     return run_store.create_run(sessions, "sweep", models.coder if optimizing else None, spec.model_dump()), spec

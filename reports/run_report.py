@@ -199,19 +199,15 @@ def _round_heading(rows: list[dict[str, Any]]) -> str:
 
 
 def llm_line(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
-    """The LLM calls, tokens and cost of the run. A sweep's calls are made by its problems' optimize runs: it
-    adds up their costs (unknown where one of them is) and points to them for calls and tokens."""
-    children = [r for r in rows if r.get("child_run_id")]
-    if details["kind"] == "sweep" and children:
-        costs = [r.get("cost_usd") for r in children]
-        cost = "cost unknown (a model without a price)" if any(c is None for c in costs) else f"${sum(costs):.4f}"
-        runs = f"{len(children)} run" + ("s" if len(children) > 1 else "")
-        return f"LLM calls and tokens in each problem's optimize run ({runs}), {cost} in all"
+    """The LLM calls, tokens and cost of the run as the store sums them (store.runs.run_spend): a sweep's are
+    those of the optimize runs it started, which it names."""
     calls = details.get("llm_calls") or 0
     if not calls:
         return "no LLM calls"
     tokens = (details.get("prompt_tokens") or 0) + (details.get("completion_tokens") or 0)
-    return f"{calls} LLM calls, {tokens} tokens, {_cost(details)}"
+    children = sum(1 for r in rows if r.get("child_run_id"))
+    within = f" in its {children} optimize run{'s' if children > 1 else ''}" if children else ""
+    return f"{calls} LLM calls, {tokens} tokens, {_cost(details)}{within}"
 
 
 def _cost(details: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from harness.records import Verdict
 from kernelbench.problem import shrink_note
 from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow, SweepItemRow
-from store.runs import run_totals
+from store.runs import run_spend
 
 
 def list_runs(sessions: sessionmaker[Session], limit: int = 50) -> list[dict[str, Any]]:
@@ -28,7 +28,7 @@ def list_runs(sessions: sessionmaker[Session], limit: int = 50) -> list[dict[str
             rows.append({"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status,
                          "created_at": run.created_at.isoformat(), "problems": count, "problem": problem,
                          "shrunk": _run_shrunk(session, run.config or {}),
-                         "best_speedup": best, **_totals(session, run)})
+                         "best_speedup": best, **run_spend(session, run.id)})
     return rows
 
 
@@ -122,14 +122,7 @@ def get_run_row(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any] 
         if run is None:
             return None
         return {"run_id": run.id, "kind": run.kind, "model": run.model, "status": run.status, "config": run.config,
-                "created_at": run.created_at.isoformat(), **_totals(session, run)}
-
-
-def _totals(session: Session, run: RunRow) -> dict[str, Any]:
-    """Calls, tokens and cost; the cost is unknown (None) when the run called a model without a price."""
-    totals = run_totals(session, run.id)
-    unpriced = (run.config or {}).get("unpriced_models")
-    return {**totals, "cost_usd": None, "unpriced_models": unpriced} if unpriced else totals
+                "created_at": run.created_at.isoformat(), **run_spend(session, run.id)}
 
 
 def run_kernels(sessions: sessionmaker[Session], run_id: str) -> dict[str, str]:

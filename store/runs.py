@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from harness.records import Evaluation, Verdict
 from kernelbench.problem import Problem
-from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow
+from store.models import CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow, SweepItemRow
 from store.results import upsert_problem
 
 
@@ -86,18 +86,45 @@ def set_run_profile(sessions: sessionmaker[Session], run_id: str, problem: Probl
             row.record = {**row.record, "metrics": metrics}
 
 
+def _family(run_id: str) -> Any:
+    """The run and the runs it started (a sweep's optimize runs, one per problem), as a SQL list of run ids."""
+    started = select(SweepItemRow.child_run_id).where(SweepItemRow.run_id == run_id,
+                                                      SweepItemRow.child_run_id.is_not(None))
+    return or_(LLMCallRow.run_id == run_id, LLMCallRow.run_id.in_(started))
+
+
 def run_totals(session: Session, run_id: str) -> dict[str, Any]:
+    """LLM calls, tokens and dollars of a run, the calls of the runs it started included (a sweep's are made by
+    its problems' optimize runs): the one sum behind every total shown, stored or kept to a budget."""
     row = session.execute(select(func.count(LLMCallRow.id), func.coalesce(func.sum(LLMCallRow.prompt_tokens), 0),
                                  func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),
                                  func.coalesce(func.sum(LLMCallRow.cost_usd), 0.0))
-                          .where(LLMCallRow.run_id == run_id)).one()
+                          .where(_family(run_id))).one()
     return {"llm_calls": row[0], "prompt_tokens": int(row[1]), "completion_tokens": int(row[2]),
             "cost_usd": float(row[3])}
+
+
+def unpriced_models(session: Session, run_id: str) -> list[str]:
+    """The models without a price that the run, or a run it started, called (its cost is unknown, never $0)."""
+    started = select(SweepItemRow.child_run_id).where(SweepItemRow.run_id == run_id)
+    configs = session.scalars(select(RunRow.config).where(or_(RunRow.id == run_id, RunRow.id.in_(started))))
+    return list(dict.fromkeys(name for config in configs for name in (config or {}).get("unpriced_models") or []))
+
+
+def run_spend(session: Session, run_id: str) -> dict[str, Any]:
+    """`run_totals`, with the cost None and `unpriced_models` named where a model without a price was called."""
+    spent, unpriced = run_totals(session, run_id), unpriced_models(session, run_id)
+    return {**spent, "cost_usd": None, "unpriced_models": unpriced} if unpriced else spent
 
 
 def totals(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any]:
     with sessions() as session:
         return run_totals(session, run_id)
+
+
+def spend(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any]:
+    with sessions() as session:
+        return run_spend(session, run_id)
 
 
 def accepted_in_problem(sessions: sessionmaker[Session], problem: Problem, before: datetime | None = None,

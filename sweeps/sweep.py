@@ -9,10 +9,11 @@ import threading
 import time
 from concurrent.futures import Future, as_completed
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from agent.config import OptimizeConfig
 from agent.llm import ChatModel
 from agent.loop import Optimizer
 from agent.recorder import RunRecorder
@@ -45,6 +46,8 @@ class Sweep:
         self.lock = threading.Lock()
         self.stopped = False  # Ctrl-C: nothing reported afterwards is recorded
         self.recorders: list[RunRecorder] = []
+        self.budget_spent: BudgetSpent | None = None  # why problems were left unstarted
+        self.unpriced_models: list[str] = []  # stored with each optimize run: its cost is unknown
 
     def pending(self) -> list[Problem]:
         done = {key for key, row in queries.sweep_items(self.sessions, self.run_id).items() if row.status == "done"}
@@ -64,9 +67,10 @@ class Sweep:
         failed = sum(1 for r in rows if r.status == "done" and r.verdict != Verdict.ACCEPTED)
         best = max((r.speedup for r in rows if r.verdict == Verdict.ACCEPTED and r.speedup), default=None)
         eta = elapsed / self.finished * (total - self.finished)
+        cost = run_store.spend(self.sessions, self.run_id)["cost_usd"]
         self.say(f"[{self.finished}/{total}] {problem.key}: {verdict}"
                  f"{f' {speedup:.2f}x' if speedup else ''} | failed {failed} | best "
-                 f"{f'{best:.2f}x' if best else '-'} | spent ${run_store.totals(self.sessions, self.run_id)['cost_usd']:.4f}"
+                 f"{f'{best:.2f}x' if best else '-'} | spent {'unknown' if cost is None else f'${cost:.4f}'}"
                  f" | ETA {eta:.0f} s")
 
     def run_candidates(self, executor: Executor) -> None:
@@ -111,7 +115,8 @@ class Sweep:
     def run_optimize(self, models: ModelSpec, coder: ChatModel, judge: ChatModel, runs_root: Path,
                      executor: Executor, concurrency: int) -> None:
         """Up to `concurrency` problems are optimized at once; all their candidates share one executor (so
-        builds overlap and timing stays one at a time)."""
+        builds overlap and timing stays one at a time). Once the sweep's budget is spent no further problem
+        starts (`budget_spent` says why)."""
         assert self.config.optimize is not None
         items = queries.sweep_items(self.sessions, self.run_id)
         pending = self.pending()
@@ -135,20 +140,26 @@ class Sweep:
 
     def _optimize_one(self, problem: Problem, item: SweepItemRow | None, models: ModelSpec, coder: ChatModel,
                       judge: ChatModel, runs_root: Path, executor: Executor, total: int) -> None:
-        assert self.config.optimize is not None
         if self.stopped:
             return
-        if item is not None and item.child_run_id:  # interrupted mid-optimize: resume that run exactly
-            recorder = RunRecorder.resume(self.sessions, item.child_run_id, runs_root)
+        resumed = item.child_run_id if item is not None else None  # interrupted mid-optimize: resume that run
+        config = self._within_budget(resumed)
+        if config is None:
+            self._not_started(problem)
+            return
+        if resumed:
+            recorder = RunRecorder.resume(self.sessions, resumed, runs_root)
         else:
             spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,
-                           optimize=self.config.optimize)
+                           optimize=config)
             recorder = RunRecorder.start(self.sessions, problem, spec, runs_root)
             queries.mark_item(self.sessions, self.run_id, problem, status="running", child_run_id=recorder.run_id)
+            if self.unpriced_models:
+                run_store.set_run_config(self.sessions, recorder.run_id, unpriced_models=self.unpriced_models)
         with self.lock:
             self.recorders.append(recorder)
             recorder.stopped = self.stopped
-        result = Optimizer(problem, coder, judge, self.config.optimize, recorder, executor).run()
+        result = Optimizer(problem, coder, judge, config, recorder, executor).run()
         if self.stopped:
             return
         summary = recorder.finish(result)
@@ -160,6 +171,60 @@ class Sweep:
               cost_usd=summary["cost_usd"], detail=result.message or summary["folder"],
               evaluation_id=queries.best_evaluation_id(self.sessions, recorder.run_id) if best else None)
         self._report(problem, verdict, best["speedup"] if best else None, total)
+
+    def _within_budget(self, resumed: str | None) -> OptimizeConfig | None:
+        """The next problem's optimize settings, its budgets what the sweep has left (plus what `resumed`, the
+        run it resumes, already spent); None once the sweep's budget is spent."""
+        assert self.config.optimize is not None
+        spent = run_store.totals(self.sessions, self.run_id)
+        own = run_store.totals(self.sessions, resumed) if resumed else {"cost_usd": 0.0, "prompt_tokens": 0,
+                                                                        "completion_tokens": 0}
+        budgets = self._budgets_left(spent)
+        if budgets is None:
+            return None
+        if "budget_usd" in budgets:
+            budgets["budget_usd"] += own["cost_usd"]
+        if "max_tokens" in budgets:
+            budgets["max_tokens"] += own["prompt_tokens"] + own["completion_tokens"]
+        return self.config.optimize.model_copy(update=budgets)
+
+    def _budgets_left(self, spent: dict[str, Any]) -> dict[str, Any] | None:
+        """What is left of the sweep's budgets after `spent`; None (and `budget_spent` set) when one is spent."""
+        left: dict[str, Any] = {}
+        tokens = spent["prompt_tokens"] + spent["completion_tokens"]
+        if self.config.budget_usd is not None:
+            if spent["cost_usd"] >= self.config.budget_usd:
+                self._spent(BudgetSpent("budget_usd", "--budget-usd",
+                                        f"${spent['cost_usd']:.4f} of ${self.config.budget_usd:g}"))
+                return None
+            left["budget_usd"] = self.config.budget_usd - spent["cost_usd"]
+        if self.config.max_tokens is not None:
+            if tokens >= self.config.max_tokens:
+                self._spent(BudgetSpent("max_tokens", "--max-tokens", f"{tokens} of {self.config.max_tokens} tokens"))
+                return None
+            left["max_tokens"] = self.config.max_tokens - tokens
+        return left
+
+    def _spent(self, spent: "BudgetSpent") -> None:
+        """Note the first budget found spent, and say so once."""
+        with self.lock:
+            first, self.budget_spent = self.budget_spent is None, self.budget_spent or spent
+        if first:
+            self.say(f"sweep budget spent ({spent.amount}): no further problem starts")
+
+    def _not_started(self, problem: Problem) -> None:
+        assert self.budget_spent is not None
+        queries.mark_item(self.sessions, self.run_id, problem, status="not_started",
+                          detail=f"not started: the sweep's budget was spent ({self.budget_spent.amount})")
+
+
+class BudgetSpent(NamedTuple):
+    """Why a sweep started no further problem: its status (`budget_usd`, `max_tokens`), the option that set the
+    budget and what was spent of it."""
+
+    status: str
+    option: str
+    amount: str
 
 
 def _in_daemon_threads(calls: list[Callable[[], None]], limit: int, stopped: Callable[[], bool]) -> list[Future[None]]:
@@ -233,7 +298,7 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
                  "detail": r.detail, "child_run_id": r.child_run_id, "candidate_ms": r.candidate_ms} for r in items]
     finished = [p for p in problems if p["status"] == "done"]
     summary = {"run_id": run_id, "status": run.status if run else "unknown", "problems": problems,
-               "metrics": by_level(finished), **run_store.totals(sessions, run_id)}
+               "metrics": by_level(finished), **run_store.spend(sessions, run_id)}
     if spec.sweep.baselines:
         from harness.execution.baseline import device_key
 

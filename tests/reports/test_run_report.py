@@ -128,22 +128,25 @@ def _problem(name: str, child: str | None, cost: float | None, **fields: object)
             **fields}
 
 
-def test_a_model_sweep_adds_up_its_runs_costs_and_names_them(tmp_path: Path) -> None:
+def test_a_model_sweep_shows_its_runs_totals_and_names_them(tmp_path: Path) -> None:
+    """The totals are the store's (the sweep's optimize runs' calls, store.runs.run_spend), not summed here."""
     from reports.run_report import write_report
 
-    details = _sweep_details([_problem("level1/1_ReLU", "run-a", 0.0125), _problem("level1/2_GELU", "run-b", 0.5)])
+    details = _sweep_details([_problem("level1/1_ReLU", "run-a", 0.0125), _problem("level1/2_GELU", "run-b", 0.5)],
+                             llm_calls=6, prompt_tokens=900, completion_tokens=100, cost_usd=0.5125)
     page_path, summary_path = write_report(details, tmp_path, {})
     page, summary = page_path.read_text(), summary_path.read_text()
-    assert "0 LLM calls" not in page  # the sweep's own row holds none: its problems' runs made them
     for text in (page, summary):
-        assert "2 runs), $0.5125 in all" in text and "run-a" in text and "run-b" in text
+        assert "6 LLM calls, 1000 tokens, $0.5125 in its 2 optimize runs" in text and "run-a" in text
+        assert "run-b" in text
         assert "1.0000 ms" in text and "0.5000 ms" in text and "1.800-2.200x" in text
     assert "<th>optimize run</th>" in page and "| problem | optimize run |" in summary
     assert "kernelwright report RUN" in page  # where each run's judge and cost per role are
     assert "device cpu (x86_64, 2 cores)" in page
     assert summary.endswith("|\n")
 
-    unpriced = _sweep_details([_problem("level1/1_ReLU", "run-a", None), _problem("level1/2_GELU", "run-b", 0.5)])
+    unpriced = _sweep_details([_problem("level1/1_ReLU", "run-a", None), _problem("level1/2_GELU", "run-b", 0.5)],
+                              llm_calls=6, cost_usd=None, unpriced_models=["my-vllm-model"])
     page_path, summary_path = write_report(unpriced, tmp_path / "u", {})
     for text in (page_path.read_text(), summary_path.read_text()):
         assert "cost unknown" in text and "$0.5000" not in text  # never a partial sum passed off as the cost
