@@ -9,8 +9,10 @@ This catches a term below the tolerance in any form (`x + 1e-7 * conv(x)`, `torc
 small factor inside a product) and runs on references fx cannot trace (an input-validation `if`).
 
 A perturbation that leaves the call's own output unchanged (shape queries, `empty_like`) says nothing and is
-skipped. Where the forward is too slow to try every part within the budget, what was checked is said, never skipped
-silently.
+skipped. Where the forward is too slow to try every part within the budget, the parts are checked on a copy of the
+problem shrunk until they fit (harness/verification/shrunk_copy.py: same trial seeds, same input distributions), and
+the verdict says so; where no copy fits either, as many parts as fit are checked, drawn at random, and the verdict
+says how many; where the forward cannot run under the mode at all, the verdict says that. Never a silent skip.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ from typing import Any
 from harness.policy import EvalPolicy
 from harness.records import Finding
 from harness.values.tensors import cloned, portable, to_device
-from harness.verification.compare import compare_trial
+from harness.verification.clear_failure import passes
 from harness.verification.reference import ReferenceRun, reference_threads
 
-BUDGET_S = 20.0  # of reference forwards, for every part together
-MOST_PARTS = 64
+BUDGET_S = 20.0  # of reference forwards, for every part together (predicted from one forward)
+DEADLINE = 2.0  # times the budget: where the prediction was wrong (a loaded machine), the check stops there
+SHRINK_MARGIN = 2.0  # a shrunk copy aims at half the budget: its time is predicted from its sizes alone
+_SHRINK_TRIES = 2  # shrunk again, further, where the first copy's forward is still too slow
 
 
 @dataclass
@@ -38,11 +42,38 @@ class Part:
 
 
 @dataclass
+class Target:
+    """What the parts are checked on: the reference itself, or a copy shrunk where its forward is too slow."""
+
+    reference: ReferenceRun
+    device: str
+    parts: list[Part]
+    forward_s: float  # one forward under the mode, and comparing its output
+    shrunk: str = ""  # the size changes, where this is a shrunk copy
+
+    def cost_s(self) -> float:
+        """Predicted: one forward per part (a part that matters fails its first trial), one per trial for a part
+        that does not."""
+        return self.forward_s * (len(self.parts) + len(self.reference.trial_inputs))
+
+    def where(self) -> str:
+        return f" (on a copy shrunk to {self.shrunk})" if self.shrunk else ""
+
+
+@dataclass
+class Prepared:
+    target: Target | None  # None where no forward could be run part by part
+    full_forward_s: float = 0.0  # a forward at the problem's own sizes
+    unshrunk: str = ""  # why no shrunk copy, where one was needed
+    note: Finding | None = None  # where the check cannot run at all
+
+
+@dataclass
 class AblationReport:
     degenerate: list[str] = field(default_factory=list)  # parts whose value does not matter
     checked: int = 0
     total: int = 0
-    note: Finding | None = None  # where not every part could be checked
+    note: Finding | None = None  # where not every part could be checked, or not at the problem's own sizes
 
 
 def _mode_class() -> Any:
@@ -52,9 +83,9 @@ def _mode_class() -> Any:
     class Recorder(TorchFunctionMode):
         """Counts the top-level calls; at `target` replaces one tensor argument by noise of its scale."""
 
-        def __init__(self, target: Part | None, seed: int) -> None:
+        def __init__(self, target: Part | None, seed: int, probe: bool = True) -> None:
             super().__init__()
-            self.target, self.seed = target, seed
+            self.target, self.seed, self.probe = target, seed, probe  # probe: whether the call's output changed
             self.calls: list[tuple[str, list[int | str]]] = []  # (name, floating tensor arguments: position or name)
             self.changed: bool | None = None  # whether the perturbation changed the target call's own output
 
@@ -74,7 +105,8 @@ def _mode_class() -> Any:
             else:
                 changed_kwargs[key] = _noise_like(kwargs[key], self.seed)
             result = func(*changed_args, **changed_kwargs)
-            self.changed = not _same(result, func(*args, **kwargs))
+            if self.probe:
+                self.changed = not _same(result, func(*args, **kwargs))
             return result
 
     return Recorder
@@ -113,36 +145,99 @@ def _forward(model: Any, inputs: list[Any], device: str, mode: Any) -> Any:
         return portable(output)
 
 
-def degenerate_parts(reference: ReferenceRun, policy: EvalPolicy) -> AblationReport:
-    """The parts of the reference whose value does not matter at the problem's own parameters."""
-    report = AblationReport()
-    model = reference.model
-    if model is None or not reference.trial_inputs:
-        return report
-    recorder = _mode_class()
-    device = next((p.device.type for p in model.parameters()), "cpu")
+def _note(message: str) -> Finding:
+    return Finding("ablation", message, fatal=False)
+
+
+def _census(reference: ReferenceRun, policy: EvalPolicy, device: str, shrunk: str = "") -> Target:
+    """One forward under the mode: its parts and how long it takes (raises where it cannot run under a mode)."""
+    census = _mode_class()(None, 0)
     with reference_threads(policy.cpu_threads):
         started = time.perf_counter()
-        try:
-            census = recorder(None, 0)
-            _forward(model, reference.trial_inputs[0], device, census)
-        except Exception as exc:  # a forward that refuses to run under a mode: say so
-            report.note = Finding("ablation", f"the reference could not be run part by part ({type(exc).__name__})", fatal=False)
-            return report
+        output = _forward(reference.model, reference.trial_inputs[0], device, census)
+        passes(reference.trial_seeds[0], reference.outputs[0], output, policy)  # each part's check compares too
         forward_s = max(time.perf_counter() - started, 1e-6)
-        parts = [Part(call, k, f"{_argument(key)} of `{name}` (call {call + 1} of the forward)")
-                 for call, (name, floating) in enumerate(census.calls) for k, key in enumerate(floating)]
-        report.total = len(parts)
-        affordable = min(MOST_PARTS, int(BUDGET_S / forward_s))
-        for part in parts[:affordable]:
-            if _degenerate(part, reference, policy, device, recorder):
-                report.degenerate.append(f"the reference with {part.name} replaced by noise")
+    parts = [Part(call, k, f"{_argument(key)} of `{name}` (call {call + 1} of the forward)")
+             for call, (name, floating) in enumerate(census.calls) for k, key in enumerate(floating)]
+    return Target(reference, device, parts, forward_s, shrunk)
+
+
+def prepare(reference: ReferenceRun, policy: EvalPolicy) -> Prepared:
+    """The reference to check part by part: itself where every part fits the budget, else a copy of the problem
+    shrunk until they do (harness/verification/shrunk_copy.py); the reference itself where no copy can be made
+    (then as many parts as fit are checked, and the note says why)."""
+    from harness.verification.shrunk_copy import shrunk_copy
+
+    if reference.model is None or not reference.trial_inputs:
+        return Prepared(None, note=_note("the reference has no model or no trials here: whether every part of it "
+                                         "matters was not checked"))
+    device = next((p.device.type for p in reference.model.parameters()), "cpu")
+    try:
+        full = _census(reference, policy, device)
+    except Exception as exc:  # a forward that refuses to run under a mode: say so
+        return Prepared(None, note=_note(f"the reference could not be run part by part ({type(exc).__name__}): "
+                                         "whether every part of it matters was not checked"))
+    prepared = Prepared(full, full.forward_s)
+    if full.cost_s() <= BUDGET_S:
+        return prepared
+    ratio = 1.0
+    for _ in range(_SHRINK_TRIES):
+        ratio *= BUDGET_S / SHRINK_MARGIN / (prepared.target or full).cost_s()
+        copy = shrunk_copy(reference, policy, device, ratio)
+        if isinstance(copy, str):
+            prepared.unshrunk = prepared.unshrunk or copy
+            break
+        try:
+            prepared.target = _census(copy.reference, policy, device, copy.changes)
+        except Exception as exc:
+            prepared.unshrunk = f"the shrunk copy could not be run part by part ({type(exc).__name__})"
+            break
+        if prepared.target.cost_s() <= BUDGET_S:
+            break
+        ratio = copy.ratio
+    return prepared
+
+
+def degenerate_parts(reference: ReferenceRun, policy: EvalPolicy, prepared: Prepared | None = None) -> AblationReport:
+    """The parts of the reference whose value does not matter at the problem's own parameters (at a shrunk copy's
+    sizes where its forward is too slow for the budget); the note says what could not be checked."""
+    prepared = prepared or prepare(reference, policy)
+    report = AblationReport(note=prepared.note)
+    target = prepared.target
+    if target is None:
+        return report
+    report.total = len(target.parts)
+    parts = list(target.parts)
+    secrets.SystemRandom().shuffle(parts)  # where not all are checked in time, which ones a candidate cannot know
+    found: list[Part] = []
+    with reference_threads(policy.cpu_threads):
+        started = time.perf_counter()
+        for part in parts:
+            if report.checked and time.perf_counter() - started + target.forward_s > DEADLINE * BUDGET_S:
+                break
+            if _degenerate(part, target.reference, policy, target.device, _mode_class()):
+                found.append(part)
             report.checked += 1
-    if report.checked < report.total:
-        report.note = Finding("ablation", f"{report.checked} of the reference's {report.total} parts were checked "
-                              f"for mattering within the budget (a forward takes {forward_s:.2f} s): a part left "
-                              "unchecked could be skipped by a kernel unnoticed", fatal=False)
+    report.degenerate = [f"the reference with {part.name} replaced by noise{target.where()}"
+                         for part in sorted(found, key=lambda p: (p.call, p.argument))]
+    report.note = report.note or _coverage_note(report, prepared)
     return report
+
+
+def _coverage_note(report: AblationReport, prepared: Prepared) -> Finding | None:
+    target = prepared.target
+    assert target is not None
+    own = f"a forward at the problem's own sizes takes {prepared.full_forward_s:.2f} s"
+    if report.checked < report.total:
+        where = (f"on a copy shrunk to {target.shrunk}, where a forward still takes {target.forward_s:.2f} s"
+                 if target.shrunk else f"{own}; no shrunk copy: {prepared.unshrunk}" if prepared.unshrunk else own)
+        return _note(f"{report.checked} of the reference's {report.total} parts, drawn at random, were checked for "
+                     f"mattering within the budget ({where}): a part left unchecked could be skipped by a kernel "
+                     "unnoticed")
+    if target.shrunk:
+        return _note(f"every part of the reference was checked for mattering on a copy shrunk to fit the budget "
+                     f"({target.shrunk}; {own}), not at the problem's own sizes")
+    return None
 
 
 def _degenerate(part: Part, reference: ReferenceRun, policy: EvalPolicy, device: str, recorder: Any) -> bool:
@@ -150,13 +245,13 @@ def _degenerate(part: Part, reference: ReferenceRun, policy: EvalPolicy, device:
     for index, (seed, inputs, expected) in enumerate(zip(reference.trial_seeds, reference.trial_inputs,
                                                          reference.outputs)):
         # a secret seed: seeded like the trial, the noise was the trial's own input (get_inputs draws with it)
-        mode = recorder(part, secrets.randbits(62))
+        mode = recorder(part, secrets.randbits(62), probe=index == 0)
         try:
             output = _forward(reference.model, inputs, device, mode)
         except Exception:  # a replacement that breaks the forward: the part matters
             return False
         if index == 0 and not mode.changed:
             return False  # its value does not reach its own call's output (a shape query): nothing to say
-        if not compare_trial(seed, expected, output, policy).passed:
+        if not passes(seed, expected, output, policy):
             return False
     return True

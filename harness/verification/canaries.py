@@ -9,9 +9,9 @@ from typing import Any, Callable
 from harness.defences import is_off
 from harness.policy import EvalPolicy
 from harness.records import Finding
-from harness.verification.compare import compare_trial
+from harness.verification.clear_failure import passes
 from harness.verification.reference import ReferenceRun
-from harness.verification.ablation import degenerate_parts
+from harness.verification.ablation import degenerate_parts, prepare
 from harness.verification.term_canaries import negligible_terms
 
 
@@ -63,13 +63,19 @@ def _flat(output: Any) -> list[Any]:
 def passing_canaries(reference: ReferenceRun, policy: EvalPolicy, notes: list[Finding] | None = None) -> list[str]:
     """Names of the canaries that pass every trial of this problem: trivial outputs, else the reference without
     one of its terms (harness/verification/term_canaries.py), else the reference with one part's value replaced
-    (harness/verification/ablation.py; what it could not check goes to `notes`). A trivial canary is dropped at
-    its first failing trial: most fail the first, and a failing comparison is the slow, careful one)."""
-    trivial = ([] if is_off("trivial_canaries") else _trivial(reference, policy)) or \
-        ([] if is_off("term_ablation") else negligible_terms(reference, policy))
+    (harness/verification/ablation.py). The last two run many forwards: where the reference's is too slow for
+    their budget, they run on a shrunk copy of the problem (same trial seeds and distributions); what could not
+    be checked, or was checked only on the copy, goes to `notes` (never a silent skip). A trivial canary is
+    dropped at its first failing trial (most fail the first)."""
+    trivial = [] if is_off("trivial_canaries") else _trivial(reference, policy)
     if trivial or is_off("term_ablation"):
         return trivial
-    report = degenerate_parts(reference, policy)
+    prepared = prepare(reference, policy)
+    target = prepared.target
+    terms = negligible_terms(target.reference if target else reference, policy)
+    if terms:
+        return [f"{term}{target.where()}" if target else term for term in terms]
+    report = degenerate_parts(reference, policy, prepared)
     if report.note and notes is not None:
         notes.append(report.note)
     return report.degenerate
@@ -81,7 +87,7 @@ def _trivial(reference: ReferenceRun, policy: EvalPolicy) -> list[str]:
     for seed, inputs, ref in zip(reference.trial_seeds, reference.trial_inputs, reference.outputs):
         outputs = canary_outputs(ref, inputs, constant)
         alive = [name for name in (outputs if alive is None else alive)
-                 if not _has_none(outputs[name]) and compare_trial(seed, ref, outputs[name], policy).passed]
+                 if not _has_none(outputs[name]) and passes(seed, ref, outputs[name], policy)]
         if not alive:
             return []
     return alive or []

@@ -32,6 +32,7 @@ class ReferenceRun:
     model: Any = None  # the reference model on the device, for the references of timed calls
     knockout_inputs: list[Any] | None = None  # an input set no checked call uses, for the knock-out call
     knockout_output: Any = None  # the reference's output on it
+    problem: Problem | None = None  # what it was computed from (the ablation shrinks a copy where its forward is slow)
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -122,7 +123,7 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
         init_inputs = list(module.get_init_inputs())
         torch.manual_seed(init_seed)
         model = module.Model(*init_inputs).to(device)
-        run = ReferenceRun(init_inputs, trial_seeds, [], [], model=model)
+        run = ReferenceRun(init_inputs, trial_seeds, [], [], model=model, problem=problem)
         for index, seed in enumerate(trial_seeds):
             torch.manual_seed(seed)
             inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
