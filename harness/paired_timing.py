@@ -62,14 +62,16 @@ def shared_slots(stack: ExitStack, reference: ReferenceRun | None, job: J.ChildJ
 
 def time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
                job: J.ChildJob, scratch: Path, checked: FrozenSide | None = None,
-               copy: ChildSession | None = None, planned: int | None = None) -> TimedRun:
-    """The reference's children load before the device's timing slot is taken: the slot only covers measuring."""
+               copy: ChildSession | None = None, planned: int | None = None, audits: bool = True) -> TimedRun:
+    """The reference's children load before the device's timing slot is taken: the slot only covers measuring.
+    `audits`: the knock-out and the kernels' clocked share among the timed calls (off for reference against
+    reference, as the baselines are timed)."""
     references = (ref,) if copy is None else (ref, copy)
     for child in references:
         child.clock_from_now()  # it waited for the candidate: its run clock starts with its own work
     try:
         timing = Timing(ref, session, reference, policy, job.device, scratch, job.pool_seed, secrets.randbits(31),
-                        checked, copy)
+                        checked, copy, audits)
     except TimingProtocolError as exc:
         raise ProblemError(f"timing cannot run here: {exc}") from None
     timing.planned = planned

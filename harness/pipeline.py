@@ -131,11 +131,15 @@ def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: Ev
     if facts.contract is not None:
         evaluation.numerics = facts.contract.model_dump()
     evaluation.deterministic = facts.deterministic
+    share = facts.timed.own_share if facts.timed is not None and facts.timed.own_share is not None else \
+        (facts.census or {}).get("share")
     if facts.census and facts.census["ops"]:
-        evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": facts.census["share"]}
+        evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": share}
     if facts.timed is None:
         return
     evaluation.isolation["protocol"] = "parent-driven" if facts.timed.parent_reads else "child-staged"
+    evaluation.isolation["audits"] = {"knockouts": facts.timed.knockouts,
+                                      "knocked_out_right": facts.timed.knocked_out_right, "kernel_share": share}
     reading = facts.reading
     if reading is not None and decision.passed(timing_samples):
         evaluation.ref_timing, evaluation.candidate_timing = reading.ref_stats, reading.candidate_stats
@@ -180,6 +184,7 @@ class _Run:
         self.failure: dict[str, Any] | None = None  # the child's own failure report
         self.stopped: str | None = None
         self.more_sets: Callable[[ExitStack], _ProcessSet] | None = None  # starts another set of timed processes
+        self.knockout_call = False  # the knock-out ran as a call of its own (nothing timed): its output is a file
 
     def check_canaries(self, reference: ReferenceRun, policy: EvalPolicy, notes: list[Finding]) -> None:
         """In the background, while the candidate's process starts and runs (the parent only waits then)."""
@@ -234,7 +239,7 @@ def _gather_child(evaluation: Evaluation, facts: Facts, scratch: Path, outcome: 
                              run.failure, run.phase)
     if result is not None and result.telemetry:
         facts.notes += telemetry_flags(result.telemetry.get("before", {}), result.telemetry.get("after", {}))
-    if facts.knockout_matched is not None and (scratch / J.KNOCKOUT_FILE).exists() and facts.reference is not None:
+    if run.knockout_call and (scratch / J.KNOCKOUT_FILE).exists() and facts.reference is not None:
         facts.knockout_matched = _knocked_out_still_right(scratch / J.KNOCKOUT_FILE, facts.reference, policy)
     if run.canaries is not None and decide(facts, policy, CORRECTNESS).verdict is Verdict.ACCEPTED:
         facts.degenerate = run.degenerate()  # waits for the check, so its notes are complete
@@ -272,8 +277,10 @@ def _failed(reply: dict[str, Any], run: _Run) -> bool:
 
 def _converse(facts: Facts, session: ChildSession, run: _Run, reference: ReferenceRun | None, policy: EvalPolicy,
               job: J.ChildJob, scratch: Path, say: Progress, phase_seconds: dict[str, float]) -> None:
-    """load -> correctness -> knock-out -> census -> timing (against the reference's own child) -> finish. Each
-    step after correctness runs only while the correctness gates pass: nothing is timed that is decided."""
+    """load -> correctness -> census -> timing (against the reference's own child) -> finish. Each step after
+    correctness runs only while the correctness gates pass: nothing is timed that is decided. The knock-out is a
+    timed call, at a position only the parent draws (harness/measurement/timed_calls.py); where nothing is timed,
+    it is a call of its own after the trials."""
     if _failed(session.request(P.Load()), run):
         return
     if reference is None:  # compile-only: nothing runs
@@ -290,9 +297,9 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
     if decide(facts, policy, CORRECTNESS).verdict is not Verdict.ACCEPTED:
         _failed(session.request(P.Finish()), run)
         return
-    if policy.hardening and policy.knockout and not is_off("knockout"):
-        knocked = not _failed(session.request(_knockout_command(session, run, reference)), run)
-        facts.knockout_matched = False if knocked else None  # compared once the child is done (its file)
+    if run.ref_session is None and policy.hardening and policy.knockout and not is_off("knockout"):
+        run.knockout_call = not _failed(session.request(_knockout_command(session, run, reference)), run)
+        facts.knockout_matched = False if run.knockout_call else None  # compared once the child is done (its file)
     if policy.hardening and policy.static_policy != "off" and not run.failure:
         reply = session.request(_slot_command(P.Census, session, run, reference.trial_inputs[0]))
         facts.census = None if _failed(reply, run) else _valid_census(reply.get("census"))
@@ -301,6 +308,7 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
         try:
             facts.timed = _time_sets(session, run, reference, policy, job, scratch)
             phase_seconds["timing_wait"] = facts.timed.slot_wait_s
+            facts.knockout_matched = facts.timed.knocked_out_right
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
     if not run.failure:

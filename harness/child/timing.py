@@ -92,25 +92,56 @@ class TimedCalls:
         each call and CUDA events bracket each call (reported; the parent's clock over the batch checks them)."""
         before = self.switch.calls
         if self.job.device != "cuda":
-            self.outputs = [C.call(self.model, inputs) for inputs in self.staged]
+            own_ns = self._calls(self.staged, command.poison, bool(command.clock))
             C.sync(self.job.device)
             self.kernel_calls["timed"] += self.switch.calls - before
-            return P.Done(len(self.outputs))
+            return P.Done(len(self.outputs), own_ns=own_ns, poisoned=self._poisoned(command.poison))
         import torch
 
         marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in self.staged]
         self.outputs = []
-        for inputs, (start, end) in zip(self.staged, marks):
+        for index, (inputs, (start, end)) in enumerate(zip(self.staged, marks)):
             self.flush()
             start.record()
-            self.outputs.append(C.call(self.model, inputs))
+            self.outputs.append(self._call(inputs, index == command.poison))
             end.record()
             # every stream of the device finishes before the next call starts: work a candidate queues on a side
             # stream (or a stream per call) cannot overlap later calls, so the parent's clock over the batch holds
             # all of it and `believed_samples` sees it as wall time outside the events
             C.DEVICE_SYNC()
         self.kernel_calls["timed"] += self.switch.calls - before
-        return P.Done(len(self.outputs), event_ms=[start.elapsed_time(end) for start, end in marks])
+        return P.Done(len(self.outputs), event_ms=[start.elapsed_time(end) for start, end in marks],
+                      poisoned=self._poisoned(command.poison))
+
+    # -- the audits among timed calls: one call knocked out, one batch's kernel time summed ------------------
+
+    def _call(self, inputs: list[Any], poisoned: bool) -> Any:
+        """One call; the knock-out's with every kernel function poisoned (raising then only says it depends on
+        them: its output reads as wrong, None)."""
+        if not poisoned:
+            return C.call(self.model, inputs)
+        self.switch.poison = True
+        try:
+            return C.call(self.model, inputs)
+        except Exception:
+            return None
+        finally:
+            self.switch.poison = False
+
+    def _calls(self, batch: list[list[Any]], poison: int | None, clock: bool) -> int | None:
+        """forward() on each input set into `self.outputs`; with `clock`, the nanoseconds inside the candidate's
+        kernel functions (CPU: its calls are synchronous)."""
+        self.outputs = []
+        self.switch.clocked, before = clock, self.switch.own_s
+        try:
+            for index, inputs in enumerate(batch):
+                self.outputs.append(self._call(inputs, index == poison))
+        finally:
+            self.switch.clocked = False
+        return int((self.switch.own_s - before) * 1e9) if clock and self.job.device != "cuda" else None
+
+    def _poisoned(self, poison: int | None) -> bool | None:
+        return None if poison is None else self.switch.wrapped > 0
 
     # -- the parent's hands: it writes the slots and reads the outputs (measurement/frozen_calls.py) -----------
 
@@ -141,9 +172,8 @@ class TimedCalls:
             self.held[handle] = self.outputs[index]  # still holding a result): their memory must stay as it is
         self.outputs = []  # the previous batch's outputs are released first, the same way before every batch
         before = self.switch.calls
-        for index in command.slots:
-            self.outputs.append(C.call(self.model, self.slots[index]))
+        own_ns = self._calls([self.slots[index] for index in command.slots], command.poison, bool(command.clock))
         C.sync(self.job.device)
         self.kernel_calls["timed"] += self.switch.calls - before
         return P.Done(len(self.outputs), outputs=[describe_output(o) for o in self.outputs],
-                      kernel_calls=self.switch.calls - before)
+                      kernel_calls=self.switch.calls - before, own_ns=own_ns, poisoned=self._poisoned(command.poison))

@@ -82,10 +82,12 @@ class Stage(Command):
 @dataclass
 class Go(Command):
     """The staged calls, back to back, on the parent's clock; the call at index `poison` with every kernel function
-    poisoned (the knock-out, at a position only the parent chose). -> Done"""
+    poisoned (the knock-out, at a position only the parent chose); with `clock`, the time inside the kernel
+    functions is summed. -> Done"""
 
     cmd: ClassVar[str] = "go"
     poison: int | None = None
+    clock: bool | None = None
 
 
 @dataclass
@@ -110,13 +112,15 @@ class Slots(Command):
 class Run(Command):
     """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
     `[handle, call]` of the last batch; the call at index `poison` with every kernel function poisoned (the
-    knock-out, at a position only the parent chose). -> Done"""
+    knock-out, at a position only the parent chose); with `clock`, the time inside the kernel functions is summed.
+    -> Done"""
 
     cmd: ClassVar[str] = "run"
     slots: list[int] = field(default_factory=list)
     hold: list[list[int]] = field(default_factory=list)
     release: list[int] = field(default_factory=list)
     poison: int | None = None
+    clock: bool | None = None
 
 
 @dataclass
@@ -260,13 +264,15 @@ class Staged(Reply):
 class Done(Reply):
     """A batch ran: its calls; on CUDA each call's event time; after `run` where each output lies
     (harness/measurement/frozen_calls.py reads them), the kernel calls it made and the nanoseconds spent inside
-    the candidate's kernel functions (the kernels' share of forward, untrusted: it can only hide or accuse)."""
+    the candidate's kernel functions (with `clock`: the kernels' share of forward, untrusted) and whether the
+    call named `poison` ran poisoned (False: the candidate has no kernel function to poison)."""
 
     done: int
     event_ms: list[float] | None = None
     outputs: list[Any] | None = None
     kernel_calls: int | None = None
     own_ns: int | None = None
+    poisoned: bool | None = None
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> Done:
@@ -276,9 +282,10 @@ class Done(Reply):
         events, outputs, calls = reply.get("event_ms"), reply.get("outputs"), reply.get("kernel_calls")
         events = events if isinstance(events, list) and all(type(e) is float and 0 < e < 1e6 for e in events) \
             else None
-        own = reply.get("own_ns")
+        own, poisoned = reply.get("own_ns"), reply.get("poisoned")
         return cls(done, events, outputs if isinstance(outputs, list) else None,
-                   calls if type(calls) is int else None, own if type(own) is int and own >= 0 else None)
+                   calls if type(calls) is int else None, own if type(own) is int and own >= 0 else None,
+                   poisoned if type(poisoned) is bool else None)
 
 
 @dataclass

@@ -31,13 +31,15 @@ from harness.isolation.timing_slot import pin_thread
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
 from harness.measurement.held_outputs import HeldOutputs
 from harness.measurement.noise import Load, machine_load
-from harness.measurement.timed_checks import full_check_failure, probe_positions, probes_agree, trial_tolerances
+from harness.measurement.timed_checks import (expected_output, full_check_failure, probe_positions, probes_agree,
+                                              trial_tolerances)
 from harness.measurement.timing import speedup_interval
 from harness.policy import EvalPolicy
 from harness.records import Finding
 from harness.values.fresh_inputs import draw_recipe, fresh_inputs, make_pools
 from harness.values.integrity import flatten
 from harness.values.tensors import nbytes
+from harness.verification.compare import compare_trial
 from harness.verification.reference import ReferenceRun
 
 
@@ -66,6 +68,15 @@ class TimedRun:
     load: tuple[Load, Load] | None = None  # the machine's own accounts, before and after timing
     pids: tuple[int, ...] = ()  # the processes timed: reference, candidate[, copy]
     sets: list["TimedRun"] = field(default_factory=list)  # the independent process sets combined here (`combined`)
+    knockouts: int = 0  # timed calls made with the candidate's kernel functions poisoned (`Timing._audit`)
+    knocked_out_right: bool | None = None  # one of them still returned the right answer (None: none was made)
+    own_ns: int = 0  # inside the candidate's kernel functions, over the clocked audit batches (CPU)
+    clocked_ns: int = 0  # those batches' own time on the parent's clock, less the pipe
+
+    @property
+    def own_share(self) -> float | None:
+        """The candidate's kernels' share of forward's time on timed calls (CPU), or None where none was clocked."""
+        return min(1.0, self.own_ns / self.clocked_ns) if self.clocked_ns > 0 else None
 
 
 def combined(runs: list[TimedRun]) -> TimedRun:
@@ -88,7 +99,11 @@ def combined(runs: list[TimedRun]) -> TimedRun:
         copy_ms=[v for r in runs for v in r.copy_ms], copy_event_ms=[v for r in runs for v in r.copy_event_ms],
         held_checks=sum(r.held_checks for r in runs),
         load=(first.load[0], runs[-1].load[1]) if first.load and runs[-1].load else first.load,
-        pids=tuple(pid for r in runs for pid in r.pids), sets=list(runs))
+        pids=tuple(pid for r in runs for pid in r.pids), sets=list(runs),
+        knockouts=sum(r.knockouts for r in runs),
+        knocked_out_right=None if all(r.knocked_out_right is None for r in runs) else any(
+            r.knocked_out_right for r in runs),
+        own_ns=sum(r.own_ns for r in runs), clocked_ns=sum(r.clocked_ns for r in runs))
 
 
 R = TypeVar("R", bound=P.Reply)
@@ -125,14 +140,17 @@ class StagingSide:
     (harness/measurement/frozen_calls.py)."""
 
     frozen = False
+    done: P.Done | None = None  # the last batch's reply
 
     def __init__(self, session: ChildSession, reference: bool, scratch: Path) -> None:
         self.session, self.reference, self.scratch = session, reference, scratch
 
-    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
+                 clock: bool = False) -> int:
         _read(P.Staged, self.session.request(P.Stage(calls)), self.reference)
-        elapsed, reply = self.session.timed(_GO)
-        done = _read(P.Done, reply, self.reference)
+        go = _GO if poison is None and not clock else P.Go(poison, clock or None)
+        elapsed, reply = self.session.timed(go)
+        done = self.done = _read(P.Done, reply, self.reference)
         if done.done != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than staged")
         events = done.event_ms
@@ -163,17 +181,19 @@ class ParentSide:
     """`FrozenSide` seen through the same three methods as `StagingSide`."""
 
     frozen = True
+    done: P.Done | None = None  # the last batch's reply
 
     def __init__(self, side: FrozenSide) -> None:
         self.side, self.reference = side, side.reference
         self.kernel_calls = 0  # in the last batch, as the child's `done` said
 
-    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None) -> int:
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
+                 clock: bool = False) -> int:
         try:
-            elapsed, reply = self.side.batch(values or [])
+            elapsed, reply = self.side.batch(values or [], poison, clock)
         except SideFailure as exc:
             raise TimingProtocolError(str(exc)) from None
-        done = _read(P.Done, reply, self.reference)
+        done = self.done = _read(P.Done, reply, self.reference)
         if done.done != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than sent")
         self.kernel_calls = done.kernel_calls or 0
@@ -224,10 +244,13 @@ class Timing:
 
     def __init__(self, ref: ChildSession, cand: ChildSession, reference: ReferenceRun, policy: EvalPolicy,
                  device: str, scratch: Path, pool_seed: int | None, seed: int,
-                 checked: FrozenSide | None = None, copy: ChildSession | None = None) -> None:
+                 checked: FrozenSide | None = None, copy: ChildSession | None = None, audits: bool = True) -> None:
         """`checked`: the candidate's side that already ran the correctness trials (its slots stay); `copy`: a
-        second reference process, timed like the other two on the same inputs (never checked: the A/A floor)."""
+        second reference process, timed like the other two on the same inputs (never checked: the A/A floor);
+        `audits`: the knock-out and the kernels' own time among the timed calls (a candidate with kernels)."""
         self.reference, self.policy, self.device = reference, policy, device
+        self.knockout = audits and policy.hardening and policy.knockout and not is_off("knockout")
+        self.share = audits and policy.hardening and policy.static_policy != "off" and pool_seed is None
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
@@ -265,8 +288,9 @@ class Timing:
                        for t, recipe in calls] if self.frozen else None
         return calls
 
-    def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float) -> float:
-        elapsed = side.batch_ns(calls, self.values)
+    def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float, poison: int | None = None,
+                  clock: bool = False) -> float:
+        elapsed = side.batch_ns(calls, self.values, poison, clock)
         if side is self.cand and isinstance(side, ParentSide):
             self.run.kernel_calls = (self.run.kernel_calls or 0) + side.kernel_calls
             self.run.candidate_calls += len(calls)
@@ -311,33 +335,98 @@ class Timing:
         self.run.batch_size, self.run.total_calls, self.run.checked_calls = batch, total, len(checked)
         held = HeldOutputs(self.cand.side, self.rng, batches) if self.frozen and checked and \
             not is_off("held_outputs") else None
-        for index in range(batches):
-            calls = self.recipes(batch)
-            mine = [i for i in range(batch) if index * batch + i in checked]
-            positions = probe_positions(self.rng, len(mine))
-            probed: dict[bool, Any] = {}
-            for side in self._order(index):
-                sample = self._batch_ms(side, calls, overhead)
-                self._samples(side, False).append(sample)
-                event = side.last_event_ms()
-                if event is not None:
-                    self._samples(side, True).append(event)
-                if side is self.copy:
-                    continue
-                if mine and not self.frozen:  # right after `done`, before anything else runs
-                    probed[side is self.ref] = side.probe(mine, positions)
-            if mine and self.frozen:  # both frozen since their `done`: nothing in either has run since
-                probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
-            if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
+        audits = self._audit_positions(batches)
+        timed = 0
+        for position in range(batches + len(audits)):
+            if position in audits:
+                done = self._audit(audits[position], position, batch, overhead, timed, held)
+            else:
+                done = self._timed_batch(timed, position, batch, overhead, checked, held)
+                timed += 1
+            if not done:
                 return self.run
-            failure = held.after_batch(index, index * batch, mine, positions, probed[False]) if held else None
-            if failure:
-                self.run.failures.append(failure)
-                return self.run
-            if held:
-                self._hold_alike(self.cand.side)
         self.run.held_checks = held.checked if held else 0
         return self.run
+
+    def _timed_batch(self, index: int, position: int, batch: int, overhead: float, checked: set[int],
+                     held: HeldOutputs | None) -> bool:
+        """Timed batch `index` (the `position`-th of all batches): sampled, every call probed; False on a
+        failure (in the run)."""
+        calls = self.recipes(batch)
+        mine = [i for i in range(batch) if index * batch + i in checked]
+        positions = probe_positions(self.rng, len(mine))
+        probed: dict[bool, Any] = {}
+        for side in self._order(position):
+            sample = self._batch_ms(side, calls, overhead)
+            self._samples(side, False).append(sample)
+            event = side.last_event_ms()
+            if event is not None:
+                self._samples(side, True).append(event)
+            if side is self.copy:
+                continue
+            if mine and not self.frozen:  # right after `done`, before anything else runs
+                probed[side is self.ref] = side.probe(mine, positions)
+        if mine and self.frozen:  # both frozen since their `done`: nothing in either has run since
+            probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
+        if mine and not self._check(index, calls, mine, positions, probed[False], probed[True]):
+            return False
+        return self._after_batch(held, index, index * batch, mine, positions, probed.get(False))
+
+    def _after_batch(self, held: HeldOutputs | None, index: int, first_call: int, mine: list[int],
+                     positions: list[list[int]], probed: Any) -> bool:
+        if held is None:
+            return True
+        failure = held.after_batch(index, first_call, mine, positions, probed)
+        if failure:
+            self.run.failures.append(failure)
+            return False
+        self._hold_alike(self.cand.side)
+        return True
+
+    # -- audits: batches made exactly like the timed ones, at positions only the parent drew, never sampled ----
+
+    def _audit_positions(self, batches: int) -> dict[int, str]:
+        """Where among the timed batches the knock-out batch and the clocked batch go (drawn here, in the parent,
+        after the batch count is fixed: no count of calls tells the candidate which call is audited)."""
+        kinds = (["knockout"] if self.knockout else []) + (["share"] if self.share else [])
+        return dict(zip(self.rng.sample(range(batches + len(kinds)), len(kinds)), kinds))
+
+    def _audit(self, kind: str, position: int, batch: int, overhead: float, timed: int,
+               held: HeldOutputs | None) -> bool:
+        """One batch like every timed one (fresh inputs, every side, every call probed), its samples not kept:
+        `knockout` poisons the candidate's kernel functions for one call at a random index, whose output must
+        then be wrong (harness/decision/gates.py ghost_kernel); `share` sums the time inside them (CPU) against
+        the parent's clock over the same batch (gates.py runtime_compute)."""
+        calls = self.recipes(batch)
+        poison = self.rng.randrange(batch) if kind == "knockout" else None
+        mine = [i for i in range(batch) if i != poison]
+        positions = probe_positions(self.rng, len(mine))
+        probed: dict[bool, Any] = {}
+        for side in self._order(position):
+            ours = side is self.cand
+            ms = self._batch_ms(side, calls, overhead, poison if ours else None, ours and kind == "share")
+            own = side.done.own_ns if ours and side.done is not None else None
+            if own is not None:
+                self.run.own_ns, self.run.clocked_ns = self.run.own_ns + own, self.run.clocked_ns + int(ms * batch * 1e6)
+            if mine and not self.frozen and side is not self.copy:
+                probed[side is self.ref] = side.probe(mine, positions)
+        if mine and self.frozen:
+            probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
+        if mine and not self._check(None, calls, mine, positions, probed[False], probed[True]):
+            return False
+        if poison is not None and self.cand.done is not None and self.cand.done.poisoned:
+            self._knocked_out(calls[poison], self.cand.fetch([poison], f"knockout_{position}.pt"))
+        return self._after_batch(held, timed, timed * batch, [], [], None)
+
+    def _knocked_out(self, call: Any, got: list[Any] | None) -> None:
+        """Whether the poisoned call still returned the right answer (its kernels are not on the output path)."""
+        right = False
+        if got:
+            trial, recipe = call
+            expected = expected_output(self.reference, self.pools, trial, recipe, self.device)
+            right = compare_trial(self.reference.trial_seeds[trial], expected, got[0], self.policy).passed
+        self.run.knockouts += 1
+        self.run.knocked_out_right = bool(self.run.knocked_out_right) or right
 
     def _hold_alike(self, checked: FrozenSide) -> None:
         """The reference's processes keep the same calls' outputs as the candidate's: holding memory costs page
@@ -389,10 +478,11 @@ class Timing:
         self.run.pilot_batches, self.run.pilot_half_width = pilot, half_width
         return min(most, max(pilot, needed + needed % 2))
 
-    def _check(self, batch_index: int, calls: list[Any], mine: list[int], positions: list[list[int]],
+    def _check(self, batch_index: int | None, calls: list[Any], mine: list[int], positions: list[list[int]],
                probed: Any, expected: Any) -> bool:
         """Probed values against the reference child's; the full comparison for the chosen few and any that
-        differ; on the CPU also where the outputs lie (aliasing) and whether the inputs were changed."""
+        differ; on the CPU also where the outputs lie (aliasing) and whether the inputs were changed. An audit
+        batch (`batch_index` None) is compared in full only where a probe differs."""
         if self.frozen:
             aliasing = self.cand.side.aliasing(len(calls))
             if aliasing:
@@ -400,18 +490,19 @@ class Timing:
                 return False
         if not isinstance(probed, list) or len(probed) != len(mine):
             probed = [None] * len(mine)
+        first = -len(calls) if batch_index is None else batch_index * len(calls)  # (no audit call is in `full`)
         full = [k for k, call in enumerate(mine)
-                if batch_index * len(calls) + call in self.full
+                if first + call in self.full
                 or not probes_agree(probed[k], expected[k], self.tolerances[calls[call][0]])]
         if not full:
             return True
-        got = self.cand.fetch([mine[k] for k in full], f"timed_{batch_index}.pt")
+        got = self.cand.fetch([mine[k] for k in full], f"timed_{first}.pt")
         if got is None:
             self.run.failures.append(Finding("timed-check", "the outputs of timed calls could not be read back"))
             return False
         self.run.full_checks += len(full)
         for k, output in zip(full, got):
-            label = f"timed call {batch_index * len(calls) + mine[k]}"
+            label = f"timed call {first + mine[k]}" if batch_index is not None else "a timed call"
             if self.frozen and self.values is not None:
                 changed = self.cand.side.inputs_changed(mine[k], self.values[mine[k]])
                 if changed:

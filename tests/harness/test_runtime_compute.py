@@ -1,7 +1,9 @@
 """The kernel does the work, decided at run time (issue 31, family 4): PyTorch compute that forward runs outside
 the candidate's kernels is seen however it is reached (inherited, a module-level helper, a name built at run
 time), which reading `forward`'s body missed. Strict rejects it; default says it. The census is one extra call
-(harness/child/census.py): a hint about an honest model's forward, not proof against a hostile one."""
+(harness/child/census.py): a hint about an honest model's forward, not proof against a hostile one. The kernels'
+share of forward's time is clocked over a batch among the timed calls, outside any dispatch mode: a kernel
+doing a negligible part of it is credited no speedup."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
 from kernelbench.bundled import bundled_candidate, find_bundled
+from kernelbench.problem import problem_from_source
 from tests.conftest import relu_variant
 
 pytestmark = pytest.mark.slow
@@ -34,7 +37,7 @@ def test_default_accepts_it_and_says_which_operators() -> None:
     evaluation = evaluate(RELU, THROUGH_A_HELPER, "cpu", FAST)
     assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
     said = next(r for r in evaluation.reasons if r.startswith("[runtime-compute]"))
-    assert "aten.relu" in said and "of the compute time" in said
+    assert "aten.relu" in said and "of forward's time" in said
     assert evaluation.isolation["runtime_compute"]["ops"] == {"aten.relu": 1}
 
 
@@ -43,3 +46,32 @@ def test_a_kernel_doing_all_the_work_stays_accepted_under_strict() -> None:
     evaluation = evaluate(RELU, bundled_candidate(RELU, "cpu").read_text(), "cpu", STRICT)
     assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
     assert not any(r.startswith("[runtime-compute]") for r in evaluation.reasons)
+
+
+# float64 matmul, cast back: the library's float32 matmul is faster and inside the tolerance
+MATMUL64 = problem_from_source('''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A.double(), B.double()).float()
+
+def get_inputs():
+    return [torch.randn(256, 256), torch.randn(256, 256)]
+
+def get_init_inputs():
+    return []
+''', "matmul64", level=1)
+
+
+def test_a_touch_kernel_beside_a_library_matmul_is_credited_nothing() -> None:
+    """The issue's form: the library's matmul computes the answer, the kernel passes one row through (relu of its
+    magnitude, times its sign), so the knock-out's NaN still reaches the output. The census call read the kernels'
+    share as 13% (its dispatch mode charged every op the kernel's C++ made inside it to the kernel) and it was
+    accepted at 1.4x on e163ad2; clocked on a timed batch the share is 2%."""
+    touch = relu_variant("y = torch.matmul(A, B)\ny[0] = relu_ext.relu_forward(y[0].abs()) * y[0].sign()\nreturn y")
+    evaluation = evaluate(MATMUL64, touch.replace("def forward(self, x):", "def forward(self, A, B):"), "cpu", FAST)
+    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+    assert evaluation.reasons[0].startswith("[runtime-compute]") and "under 5%" in evaluation.reasons[0]
+    assert evaluation.isolation["audits"]["kernel_share"] < 0.05

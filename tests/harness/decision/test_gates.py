@@ -79,7 +79,7 @@ def test_runtime_compute_is_a_note_by_default_and_rejects_under_strict() -> None
     default = decide(_facts(census=census), DEFAULT)
     assert default.verdict is Verdict.ACCEPTED
     note = next(f for f in default.findings if f.check == "runtime-compute")
-    assert "did 40% of the compute time" in note.message and not note.decides
+    assert "did 40% of forward's time" in note.message and not note.decides
     strict = decide(_facts(census=census), STRICT)
     assert strict.decided_by is runtime_compute and strict.verdict is Verdict.REJECTED
 
@@ -90,6 +90,19 @@ def test_kernels_doing_a_negligible_share_are_credited_no_speedup() -> None:
     assert "PyTorch's, not the kernel's" in negligible.findings[-1].message
     unclocked = decide(_facts(census={"ops": {"aten.mm": 1}, "share": None}), DEFAULT)  # CUDA: no share measured
     assert unclocked.verdict is Verdict.ACCEPTED
+
+
+def test_the_share_clocked_among_timed_calls_decides_over_the_census_call() -> None:
+    """The census is one call at a known place, where a forward can run its kernels alone; the clocked audit batch
+    lies among the timed calls: its share decides, even where the census saw no library compute at all."""
+    hidden = _timed(own_ns=2_000, clocked_ns=1_000_000)  # 0.2% of forward's time in the kernels
+    hiding = decide(_facts(census={"ops": {}, "share": 0.9}, timed=hidden), DEFAULT)
+    assert hiding.decided_by is runtime_compute and hiding.verdict is Verdict.REJECTED
+    assert "did 0% of forward's time" in hiding.findings[-1].message
+    honest = decide(_facts(census={"ops": {"aten.mm": 1}, "share": 0.01}, timed=_timed(own_ns=6, clocked_ns=10)),
+                    DEFAULT)
+    assert honest.verdict is Verdict.ACCEPTED
+    assert "did 60% of forward's time" in next(f for f in honest.findings if f.check == "runtime-compute").message
 
 
 def test_a_wrong_timed_output_is_incorrect_and_other_timing_failures_reject() -> None:
