@@ -46,6 +46,8 @@ ATTACKS = {
     "probes": ["tests/harness/test_exploits.py::test_skipping_a_few_elements_only_while_timed_is_caught_by_the_probes_alone"],
     "knockout": ["tests/harness/test_exploits.py::"
                  "test_a_ghost_branch_that_never_uses_its_kernel_on_measured_shapes_is_rejected"],
+    "freeze": ["tests/harness/measurement/test_freeze.py::"
+               "test_a_helper_process_that_answers_while_the_inputs_are_written_gains_nothing"],
 }
 
 
