@@ -33,6 +33,8 @@ KNOWN = {
     "fresh_integers": "every timed call's integer and boolean inputs are redrawn (harness/values/fresh_inputs.py)",
     "probes": "every timed call's output is probed at secret positions (harness/measurement/timed_checks.py)",
     "knockout": "forward with every kernel function poisoned must not still answer (harness/pipeline.py)",
+    "processes": "the candidate's process tree must not grow after it loaded: the parent counts its cgroup's "
+                 "processes (harness/pipeline.py)",
     "freeze": "the candidate's process tree is frozen while the parent writes its inputs and reads its outputs, "
               "and while the other side is timed (harness/isolation/session.py ChildSession.freeze)",
 }

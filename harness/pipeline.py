@@ -277,12 +277,14 @@ def _failed(reply: dict[str, Any], run: _Run) -> bool:
 
 def _converse(facts: Facts, session: ChildSession, run: _Run, reference: ReferenceRun | None, policy: EvalPolicy,
               job: J.ChildJob, scratch: Path, say: Progress, phase_seconds: dict[str, float]) -> None:
-    """load -> correctness -> census -> timing (against the reference's own child) -> finish. Each step after
-    correctness runs only while the correctness gates pass: nothing is timed that is decided. The knock-out is a
-    timed call, at a position only the parent draws (harness/measurement/timed_calls.py); where nothing is timed,
-    it is a call of its own after the trials."""
+    """load -> correctness -> timing (against the reference's own child) -> finish. Each step after correctness
+    runs only while the correctness gates pass: nothing is timed that is decided. The knock-out, the kernels'
+    clocked share and the compute census are audit batches among the timed calls, at positions only the parent
+    draws (harness/measurement/timed_calls.py); where nothing is timed, the knock-out and the census are calls of
+    their own after the trials."""
     if _failed(session.request(P.Load()), run):
         return
+    loaded = _processes(session)
     if reference is None:  # compile-only: nothing runs
         _failed(session.request(P.Finish()), run)
         return
@@ -300,7 +302,7 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
     if run.ref_session is None and policy.hardening and policy.knockout and not is_off("knockout"):
         run.knockout_call = not _failed(session.request(_knockout_command(session, run, reference)), run)
         facts.knockout_matched = False if run.knockout_call else None  # compared once the child is done (its file)
-    if policy.hardening and policy.static_policy != "off" and not run.failure:
+    if run.ref_session is None and policy.hardening and policy.static_policy != "off" and not run.failure:
         reply = session.request(_slot_command(P.Census, session, run, reference.trial_inputs[0]))
         facts.census = None if _failed(reply, run) else _valid_census(reply.get("census"))
     if run.ref_session is not None and not run.failure and not run.degenerate():  # a degenerate problem's speedup
@@ -309,10 +311,21 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
             facts.timed = _time_sets(session, run, reference, policy, job, scratch)
             phase_seconds["timing_wait"] = facts.timed.slot_wait_s
             facts.knockout_matched = facts.timed.knocked_out_right
+            if facts.timed.census_ops is not None:
+                facts.census = {"ops": facts.timed.census_ops, "share": None}
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
     if not run.failure:
+        ended = _processes(session)
+        facts.processes = (loaded, ended) if loaded and ended else None
         _failed(session.request(P.Finish()), run)
+
+
+def _processes(session: ChildSession) -> int | None:
+    """How many processes the candidate's cgroup holds now (None where there is no cgroup to count in)."""
+    if is_off("processes"):
+        return None
+    return len(session.jailed.group.pids()) or None
 
 
 def _slot_command(kind: type[P.Knockout] | type[P.Census], session: ChildSession, run: _Run,

@@ -11,7 +11,8 @@ copies are bookkeeping, not compute.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 BOOKKEEPING = {
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
@@ -50,10 +51,20 @@ def prepare() -> None:
 def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tuple[Any, dict[str, Any]]:
     """Run `call` under the census; (its result, {"ops": {name: count}, "library_s": s}): the seconds spent in
     PyTorch's compute outside the candidate's functions (None where `timed` is off: a GPU's ops are asynchronous)."""
+    with counting(depth, timed) as found:
+        result = call()
+    return result, found
+
+
+@contextmanager
+def counting(depth: Callable[[], int], timed: bool) -> Iterator[dict[str, Any]]:
+    """The census over whatever runs inside (one call, or an audit batch among the timed calls): the dict it
+    yields is filled when the block ends."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     counts: dict[str, int] = {}
     spent = [0.0]
+    found: dict[str, Any] = {}
 
     class Census(TorchDispatchMode):
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
@@ -66,6 +77,8 @@ def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tu
                 spent[0] += time.perf_counter() - started
             return result
 
-    with Census():
-        result = call()
-    return result, {"ops": counts, "library_s": spent[0] if timed else None}
+    try:
+        with Census():
+            yield found
+    finally:
+        found.update(ops=counts, library_s=spent[0] if timed else None)

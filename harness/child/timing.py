@@ -7,7 +7,8 @@ batch) and reads the outputs from its memory (harness/measurement/frozen_calls.p
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from harness.child import calls as C
 from harness.child.process import CandidateFailure
@@ -92,26 +93,27 @@ class TimedCalls:
         each call and CUDA events bracket each call (reported; the parent's clock over the batch checks them)."""
         before = self.switch.calls
         if self.job.device != "cuda":
-            own_ns = self._calls(self.staged, command.poison, bool(command.clock))
+            own_ns, found = self._calls(self.staged, command.poison, bool(command.clock), bool(command.census))
             C.sync(self.job.device)
             self.kernel_calls["timed"] += self.switch.calls - before
-            return P.Done(len(self.outputs), own_ns=own_ns, poisoned=self._poisoned(command.poison))
+            return P.Done(len(self.outputs), own_ns=own_ns, poisoned=self._poisoned(command.poison), census=found)
         import torch
 
         marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in self.staged]
         self.outputs = []
-        for index, (inputs, (start, end)) in enumerate(zip(self.staged, marks)):
-            self.flush()
-            start.record()
-            self.outputs.append(self._call(inputs, index == command.poison))
-            end.record()
+        with self._census(bool(command.census)) as found:
+            for index, (inputs, (start, end)) in enumerate(zip(self.staged, marks)):
+                self.flush()
+                start.record()
+                self.outputs.append(self._call(inputs, index == command.poison))
+                end.record()
             # every stream of the device finishes before the next call starts: work a candidate queues on a side
             # stream (or a stream per call) cannot overlap later calls, so the parent's clock over the batch holds
             # all of it and `believed_samples` sees it as wall time outside the events
             C.DEVICE_SYNC()
         self.kernel_calls["timed"] += self.switch.calls - before
         return P.Done(len(self.outputs), event_ms=[start.elapsed_time(end) for start, end in marks],
-                      poisoned=self._poisoned(command.poison))
+                      poisoned=self._poisoned(command.poison), census=found if command.census else None)
 
     # -- the audits among timed calls: one call knocked out, one batch's kernel time summed ------------------
 
@@ -128,17 +130,30 @@ class TimedCalls:
         finally:
             self.switch.poison = False
 
-    def _calls(self, batch: list[list[Any]], poison: int | None, clock: bool) -> int | None:
+    def _calls(self, batch: list[list[Any]], poison: int | None, clock: bool,
+               census: bool) -> tuple[int | None, dict[str, Any] | None]:
         """forward() on each input set into `self.outputs`; with `clock`, the nanoseconds inside the candidate's
-        kernel functions (CPU: its calls are synchronous)."""
+        kernel functions (CPU: its calls are synchronous); with `census`, the operators run outside them."""
         self.outputs = []
         self.switch.clocked, before = clock, self.switch.own_s
         try:
-            for index, inputs in enumerate(batch):
-                self.outputs.append(self._call(inputs, index == poison))
+            with self._census(census) as found:
+                for index, inputs in enumerate(batch):
+                    self.outputs.append(self._call(inputs, index == poison))
         finally:
             self.switch.clocked = False
-        return int((self.switch.own_s - before) * 1e9) if clock and self.job.device != "cuda" else None
+        return (int((self.switch.own_s - before) * 1e9) if clock and self.job.device != "cuda" else None,
+                found if census else None)
+
+    @contextmanager
+    def _census(self, on: bool) -> Iterator[dict[str, Any]]:
+        if not on:
+            yield {}
+            return
+        from harness.child.census import counting
+
+        with counting(lambda: self.switch.depth, False) as found:
+            yield found
 
     def _poisoned(self, poison: int | None) -> bool | None:
         return None if poison is None else self.switch.wrapped > 0
@@ -172,8 +187,10 @@ class TimedCalls:
             self.held[handle] = self.outputs[index]  # still holding a result): their memory must stay as it is
         self.outputs = []  # the previous batch's outputs are released first, the same way before every batch
         before = self.switch.calls
-        own_ns = self._calls([self.slots[index] for index in command.slots], command.poison, bool(command.clock))
+        own_ns, found = self._calls([self.slots[index] for index in command.slots], command.poison,
+                                    bool(command.clock), bool(command.census))
         C.sync(self.job.device)
         self.kernel_calls["timed"] += self.switch.calls - before
         return P.Done(len(self.outputs), outputs=[describe_output(o) for o in self.outputs],
-                      kernel_calls=self.switch.calls - before, own_ns=own_ns, poisoned=self._poisoned(command.poison))
+                      kernel_calls=self.switch.calls - before, own_ns=own_ns, poisoned=self._poisoned(command.poison),
+                      census=found)

@@ -61,6 +61,7 @@ class Facts:
     degenerate: list[str] | None = None  # the canaries that pass every trial
     canary_notes: list[Finding] = field(default_factory=list)  # what the canaries could not check
     timed: TimedRun | None = None
+    processes: tuple[int, int] | None = None  # the candidate's cgroup's processes after it loaded, and at the end
 
     @cached_property
     def reading(self) -> TimingReading | None:

@@ -85,8 +85,18 @@ def tampering(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.result is None or facts.reference is None:
         return []
     checked = facts.checked.findings if facts.checked is not None and policy.hardening else []
-    return [*(replace(f, verdict=Verdict.REJECTED) for f in checked),
+    return [*(replace(f, verdict=Verdict.REJECTED) for f in checked), *_process_growth(facts, policy),
             *integrity_failures(facts.result, facts.reference, policy, facts.device)]
+
+
+def _process_growth(facts: Facts, policy: EvalPolicy) -> list[Finding]:
+    """Counted by the parent in the candidate's cgroup (nothing the child says): a process it started after it
+    loaded, still running when its calls were over, can work while the candidate is not being timed."""
+    if not policy.hardening or facts.processes is None or facts.processes[1] <= facts.processes[0]:
+        return []
+    loaded, ended = facts.processes
+    return [_rejects("processes", f"the candidate's process tree grew from {loaded} to {ended} processes after it "
+                     "loaded: a process it started was still running when its calls were over")]
 
 
 def outputs_readable(facts: Facts, policy: EvalPolicy) -> list[Finding]:

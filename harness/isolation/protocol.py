@@ -83,11 +83,12 @@ class Stage(Command):
 class Go(Command):
     """The staged calls, back to back, on the parent's clock; the call at index `poison` with every kernel function
     poisoned (the knock-out, at a position only the parent chose); with `clock`, the time inside the kernel
-    functions is summed. -> Done"""
+    functions is summed; with `census`, the batch runs under the compute census. -> Done"""
 
     cmd: ClassVar[str] = "go"
     poison: int | None = None
     clock: bool | None = None
+    census: bool | None = None
 
 
 @dataclass
@@ -112,8 +113,8 @@ class Slots(Command):
 class Run(Command):
     """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
     `[handle, call]` of the last batch; the call at index `poison` with every kernel function poisoned (the
-    knock-out, at a position only the parent chose); with `clock`, the time inside the kernel functions is summed.
-    -> Done"""
+    knock-out, at a position only the parent chose); with `clock`, the time inside the kernel functions is summed;
+    with `census`, the batch runs under the compute census. -> Done"""
 
     cmd: ClassVar[str] = "run"
     slots: list[int] = field(default_factory=list)
@@ -121,6 +122,7 @@ class Run(Command):
     release: list[int] = field(default_factory=list)
     poison: int | None = None
     clock: bool | None = None
+    census: bool | None = None
 
 
 @dataclass
@@ -265,7 +267,8 @@ class Done(Reply):
     """A batch ran: its calls; on CUDA each call's event time; after `run` where each output lies
     (harness/measurement/frozen_calls.py reads them), the kernel calls it made and the nanoseconds spent inside
     the candidate's kernel functions (with `clock`: the kernels' share of forward, untrusted) and whether the
-    call named `poison` ran poisoned (False: the candidate has no kernel function to poison)."""
+    call named `poison` ran poisoned (False: the candidate has no kernel function to poison); with `census`, the
+    PyTorch operators the batch ran outside the kernel functions (untrusted, validated by its reader)."""
 
     done: int
     event_ms: list[float] | None = None
@@ -273,6 +276,7 @@ class Done(Reply):
     kernel_calls: int | None = None
     own_ns: int | None = None
     poisoned: bool | None = None
+    census: dict[str, Any] | None = None
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> Done:
@@ -285,7 +289,8 @@ class Done(Reply):
         own, poisoned = reply.get("own_ns"), reply.get("poisoned")
         return cls(done, events, outputs if isinstance(outputs, list) else None,
                    calls if type(calls) is int else None, own if type(own) is int and own >= 0 else None,
-                   poisoned if type(poisoned) is bool else None)
+                   poisoned if type(poisoned) is bool else None,
+                   reply["census"] if isinstance(reply.get("census"), dict) else None)
 
 
 @dataclass

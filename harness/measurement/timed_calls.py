@@ -72,6 +72,7 @@ class TimedRun:
     knocked_out_right: bool | None = None  # one of them still returned the right answer (None: none was made)
     own_ns: int = 0  # inside the candidate's kernel functions, over the clocked audit batches (CPU)
     clocked_ns: int = 0  # those batches' own time on the parent's clock, less the pipe
+    census_ops: dict[str, int] | None = None  # PyTorch operators run outside the kernels in the census audit batches
 
     @property
     def own_share(self) -> float | None:
@@ -103,7 +104,27 @@ def combined(runs: list[TimedRun]) -> TimedRun:
         knockouts=sum(r.knockouts for r in runs),
         knocked_out_right=None if all(r.knocked_out_right is None for r in runs) else any(
             r.knocked_out_right for r in runs),
-        own_ns=sum(r.own_ns for r in runs), clocked_ns=sum(r.clocked_ns for r in runs))
+        own_ns=sum(r.own_ns for r in runs), clocked_ns=sum(r.clocked_ns for r in runs),
+        census_ops=_merged([r.census_ops for r in runs]))
+
+
+def _merged(found: list[dict[str, int] | None]) -> dict[str, int] | None:
+    """The operators counted by several census batches, added up (None where no batch ran under the census)."""
+    if all(ops is None for ops in found):
+        return None
+    merged: dict[str, int] = {}
+    for ops in found:
+        for name, count in (ops or {}).items():
+            merged[name] = merged.get(name, 0) + count
+    return merged
+
+
+def census_ops(found: Any) -> dict[str, int]:
+    """A child's census of one batch (untrusted: it can only accuse itself, or hide): operator names and counts."""
+    ops = found.get("ops") if isinstance(found, dict) else None
+    if not isinstance(ops, dict):
+        return {}
+    return {str(name)[:60]: count for name, count in list(ops.items())[:50] if type(count) is int and count > 0}
 
 
 R = TypeVar("R", bound=P.Reply)
@@ -146,9 +167,9 @@ class StagingSide:
         self.session, self.reference, self.scratch = session, reference, scratch
 
     def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
-                 clock: bool = False) -> int:
+                 clock: bool = False, census: bool = False) -> int:
         _read(P.Staged, self.session.request(P.Stage(calls)), self.reference)
-        go = _GO if poison is None and not clock else P.Go(poison, clock or None)
+        go = _GO if poison is None and not clock and not census else P.Go(poison, clock or None, census or None)
         elapsed, reply = self.session.timed(go)
         done = self.done = _read(P.Done, reply, self.reference)
         if done.done != len(calls):
@@ -188,9 +209,9 @@ class ParentSide:
         self.kernel_calls = 0  # in the last batch, as the child's `done` said
 
     def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
-                 clock: bool = False) -> int:
+                 clock: bool = False, census: bool = False) -> int:
         try:
-            elapsed, reply = self.side.batch(values or [], poison, clock)
+            elapsed, reply = self.side.batch(values or [], poison, clock, census)
         except SideFailure as exc:
             raise TimingProtocolError(str(exc)) from None
         done = self.done = _read(P.Done, reply, self.reference)
@@ -250,7 +271,8 @@ class Timing:
         `audits`: the knock-out and the kernels' own time among the timed calls (a candidate with kernels)."""
         self.reference, self.policy, self.device = reference, policy, device
         self.knockout = audits and policy.hardening and policy.knockout and not is_off("knockout")
-        self.share = audits and policy.hardening and policy.static_policy != "off" and pool_seed is None
+        self.census = audits and policy.hardening and policy.static_policy != "off"
+        self.share = self.census and pool_seed is None  # (CPU: a kernel's calls finish before it returns)
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
@@ -289,8 +311,8 @@ class Timing:
         return calls
 
     def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float, poison: int | None = None,
-                  clock: bool = False) -> float:
-        elapsed = side.batch_ns(calls, self.values, poison, clock)
+                  clock: bool = False, census: bool = False) -> float:
+        elapsed = side.batch_ns(calls, self.values, poison, clock, census)
         if side is self.cand and isinstance(side, ParentSide):
             self.run.kernel_calls = (self.run.kernel_calls or 0) + side.kernel_calls
             self.run.candidate_calls += len(calls)
@@ -388,7 +410,8 @@ class Timing:
     def _audit_positions(self, batches: int) -> dict[int, str]:
         """Where among the timed batches the knock-out batch and the clocked batch go (drawn here, in the parent,
         after the batch count is fixed: no count of calls tells the candidate which call is audited)."""
-        kinds = (["knockout"] if self.knockout else []) + (["share"] if self.share else [])
+        kinds = [kind for kind, on in (("knockout", self.knockout), ("share", self.share), ("census", self.census))
+                 if on]
         return dict(zip(self.rng.sample(range(batches + len(kinds)), len(kinds)), kinds))
 
     def _audit(self, kind: str, position: int, batch: int, overhead: float, timed: int,
@@ -396,7 +419,8 @@ class Timing:
         """One batch like every timed one (fresh inputs, every side, every call probed), its samples not kept:
         `knockout` poisons the candidate's kernel functions for one call at a random index, whose output must
         then be wrong (harness/decision/gates.py ghost_kernel); `share` sums the time inside them (CPU) against
-        the parent's clock over the same batch (gates.py runtime_compute)."""
+        the parent's clock over the same batch, `census` counts the PyTorch operators run outside them
+        (harness/child/census.py; both gates.py runtime_compute)."""
         calls = self.recipes(batch)
         poison = self.rng.randrange(batch) if kind == "knockout" else None
         mine = [i for i in range(batch) if i != poison]
@@ -404,7 +428,11 @@ class Timing:
         probed: dict[bool, Any] = {}
         for side in self._order(position):
             ours = side is self.cand
-            ms = self._batch_ms(side, calls, overhead, poison if ours else None, ours and kind == "share")
+            ms = self._batch_ms(side, calls, overhead, poison if ours else None, ours and kind == "share",
+                                ours and kind == "census")
+            if ours and kind == "census":
+                self.run.census_ops = _merged([self.run.census_ops,
+                                               census_ops(side.done.census if side.done is not None else None)])
             own = side.done.own_ns if ours and side.done is not None else None
             if own is not None:
                 self.run.own_ns, self.run.clocked_ns = self.run.own_ns + own, self.run.clocked_ns + int(ms * batch * 1e6)

@@ -42,6 +42,10 @@ _FORBIDDEN_ATTRIBUTES = {
     "manual_seed": "RNG state", "seed": "RNG state", "set_rng_state": "RNG state", "__globals__": "introspection",
     "__code__": "introspection", "__closure__": "introspection", "__subclasses__": "introspection",
     "f_back": "introspection", "f_locals": "introspection", "__builtins__": "builtins",
+    # the compute census runs an audit batch under a dispatch mode: asking whether one is active tells it apart
+    "_python_dispatch": "introspection", "_len_torch_dispatch_stack": "introspection",
+    "_get_dispatch_stack_at": "introspection", "_get_current_dispatch_mode": "introspection",
+    "_get_current_dispatch_mode_stack": "introspection", "_is_torch_function_mode_enabled": "introspection",
 }
 # attributes that are only an escape when read off `os` or `sys`
 _OS_SYS_ATTRIBUTES = {"modules": "introspection (sys.modules)", "fork": "processes", "system": "shell",

@@ -30,7 +30,9 @@ ATTACKS = {
         "tests/harness/verification/test_canaries.py::test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing"],
     "term_ablation": [
         "tests/harness/verification/test_canaries.py::"
-        "test_a_candidate_that_skips_a_term_under_the_tolerance_is_credited_nothing"],
+        "test_a_candidate_that_skips_a_term_under_the_tolerance_is_credited_nothing",
+        "tests/harness/verification/test_ablation_budget.py::"
+        "test_a_candidate_that_skips_the_small_term_of_a_slow_problem_is_credited_nothing"],
     "jail_binds": [
         "tests/harness/isolation/test_minimal_jail.py::test_only_the_listed_device_nodes_exist_and_private_folders_are_small",
         "tests/harness/isolation/test_minimal_jail.py::test_another_homes_scratch_quota_is_out_of_sight",
@@ -44,8 +46,11 @@ ATTACKS = {
                      "test_no_inputs_reach_the_process_outside_the_timed_interval"],
     "fresh_integers": ["tests/harness/measurement/test_timing_protocol.py::test_integer_inputs_are_fresh_in_every_timed_call"],
     "probes": ["tests/harness/test_exploits.py::test_skipping_a_few_elements_only_while_timed_is_caught_by_the_probes_alone"],
+    "processes": ["tests/harness/measurement/test_freeze.py::test_a_helper_process_is_counted_by_the_parent"],
     "knockout": ["tests/harness/test_exploits.py::"
-                 "test_a_ghost_branch_that_never_uses_its_kernel_on_measured_shapes_is_rejected"],
+                 "test_a_ghost_branch_that_never_uses_its_kernel_on_measured_shapes_is_rejected",
+                 "tests/harness/test_audits_among_timed_calls.py::"
+                 "test_a_kernel_on_the_output_path_only_for_the_first_calls_is_a_ghost_on_the_timed_ones"],
     "freeze": ["tests/harness/measurement/test_freeze.py::"
                "test_a_helper_process_that_answers_while_the_inputs_are_written_gains_nothing"],
 }

@@ -75,3 +75,16 @@ def test_a_touch_kernel_beside_a_library_matmul_is_credited_nothing() -> None:
     assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
     assert evaluation.reasons[0].startswith("[runtime-compute]") and "under 5%" in evaluation.reasons[0]
     assert evaluation.isolation["audits"]["kernel_share"] < 0.05
+
+
+def test_library_compute_only_after_the_first_calls_is_seen_by_the_census_among_the_timed_calls() -> None:
+    """Strict's census used to be one call of its own right after the trials: a forward that runs its kernel
+    alone for its first 12 calls and adds PyTorch's compute afterwards was accepted under strict on e163ad2. The
+    census is now an audit batch among the timed calls, where no count tells it apart."""
+    source = relu_variant("self.calls = getattr(self, 'calls', 0) + 1\n"
+                          "if self.calls <= 12:  # the trials and the census came first\n"
+                          "    return relu_ext.relu_forward(x)\n"
+                          "return relu_ext.relu_forward(getattr(torch, 'rel' + 'u')(x))")
+    evaluation = evaluate(RELU, source, "cpu", STRICT)
+    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+    assert evaluation.reasons[0].startswith("[runtime-compute]") and "aten.relu" in evaluation.reasons[0]

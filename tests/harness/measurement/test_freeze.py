@@ -8,9 +8,12 @@ tests/harness/test_defences_load_bearing.py (switch `freeze`)."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
+from harness.defences import DEFENCES_OFF
 from kernelbench.bundled import find_bundled
 
 pytestmark = pytest.mark.slow
@@ -185,16 +188,29 @@ class ModelNew(nn.Module):
 '''
 
 
-def test_a_helper_process_that_answers_while_the_inputs_are_written_gains_nothing() -> None:
+def test_a_helper_process_that_answers_while_the_inputs_are_written_gains_nothing(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """What stops it: frozen with the candidate while the parent writes, the helper sees a batch's slots only once
     the clock runs, all at once; forward() then computes every answer itself while the helper computes them again
     beside it on the same CPU (measured 0.41-0.69x, five runs). Defence off (`freeze`: `ChildSession.freeze` a
     no-op): the helper has all but the batch's last answer ready before the clock starts, and the same candidate is
     accepted at 2.5-6.0x (seven runs; batches of 31-64 calls; 2 shared cores, other work running). Nothing
     else in the harness sees it: every answer is right, a fresh buffer per call, its kernel on the output path, and
-    the thread census does not count processes."""
+    the thread census does not count processes. The parent's process count would reject it first
+    (`test_a_helper_process_is_counted_by_the_parent`): switched off here, so this shows the freeze alone."""
+    monkeypatch.setenv(DEFENCES_OFF, ",".join(filter(None, [os.environ.get(DEFENCES_OFF, ""), "processes"])))
     evaluation = evaluate(RELU, FORKED_HELPER, "cpu", POLICY)
     assert evaluation.verdict is Verdict.ACCEPTED, (evaluation.verdict, evaluation.reasons)
     assert evaluation.isolation["protocol"] == "parent-driven", evaluation.isolation
     assert not any(r.startswith("[protocol]") for r in evaluation.reasons), evaluation.reasons
     assert evaluation.speedup < 1.5, f"fake speedup accepted: {evaluation.speedup:.2f}x {evaluation.reasons}"
+
+
+def test_a_helper_process_is_counted_by_the_parent() -> None:
+    """The same candidate with every defence on: the parent counts the processes in the candidate's cgroup after
+    it loaded and when its calls are over (2 and 2 for the bundled ReLU); the helper it forked is one more. The
+    count is the parent's own (the child reports nothing), so a process started from C++, which the static policy
+    refuses only where it can read the call, is seen however it was started."""
+    evaluation = evaluate(RELU, FORKED_HELPER, "cpu", POLICY)
+    assert evaluation.verdict is Verdict.REJECTED, (evaluation.verdict, evaluation.reasons)
+    assert evaluation.reasons[0].startswith("[processes]"), evaluation.reasons

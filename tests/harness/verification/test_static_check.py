@@ -65,6 +65,8 @@ EXPLOITS = {
                            "monkeypatch"),
     "frame-introspection": (relu_variant("import sys\nreturn sys._getframe(1).f_locals['expected']"),
                             "forbidden-api"),
+    "census-detection": (relu_variant("if torch._C._len_torch_dispatch_stack():\n    return relu_ext.relu_forward(x)\n"
+                                      "return relu_ext.relu_forward(torch.relu(x))"), "forbidden-api"),
     "gc-scan": (relu_variant("import gc\nreturn [o for o in gc.get_objects() if torch.is_tensor(o)][0]"),
                 "introspection"),
     "setattr-patch": (relu_variant("return relu_ext.relu_forward(x)",
