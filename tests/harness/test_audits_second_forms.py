@@ -1,0 +1,237 @@
+"""The audits among the timed calls (issue 31), attacked a second way, as a hostile model that has read the harness
+would: tests/harness/test_audits_among_timed_calls.py and test_runtime_compute.py hold the first forms (a kernel on
+the output path for the first 12 calls only; a touch kernel on one row beside a library matmul).
+
+Caught now: a forward that picks kernel or library by the time since its last call (the knock-out lands inside a
+batch, where calls come back to back), on both protocols; a forward that answers with the library where its kernel's
+output reads as poisoned; a touch kernel that does heavy work only on the census call (the share is clocked on a
+timed batch instead). Controls: the same timing logic with the kernel on every call stays accepted.
+
+Not caught (xfail, strict: each one passing means the hole is closed and the mark must go): the knock-out poisons
+with NaN, which `y + k[0, 0] * 0` carries to every element without the kernel computing anything, so only the 5%
+share stands between a library answer and a credited speedup, and (a) useless work inside the kernel buys that share,
+(b) the kernel switch that holds the audits' state is reachable from forward through
+`getattr(fn, "__closure__")`, which the static policy does not see, and (c) on the child-staged protocol the share
+is not clocked on the timed calls at all: it falls back to the census call, which a forward can tell apart; and
+(d) strict's check for library compute still reads the census call alone, so a forward that behaves there is
+accepted under strict with a library answer.
+
+Figures: 2 shared cores, other work running, `EvalPolicy(timing_budget_s=0.2)`; speedups read in one run each
+(their intervals are wide here)."""
+
+from __future__ import annotations
+
+import pytest
+
+import harness.pipeline as pipeline
+from harness import EvalPolicy, Verdict, evaluate
+from harness.records import Evaluation
+from kernelbench.problem import problem_from_source
+from tests.conftest import relu_variant
+
+pytestmark = pytest.mark.slow
+DEFAULT = EvalPolicy(timing_budget_s=0.2)
+
+# the first forms' problems: a ReLU written the long way round (the library's relu is ~2-3x faster than it), and a
+# float64 matmul cast back (the library's float32 matmul is faster and inside the tolerance; no ReLU kernel computes it)
+WHERE_RELU = problem_from_source('''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.where(x > 0, x, torch.zeros_like(x))
+
+def get_inputs():
+    return [torch.randn(16, 16384)]
+
+def get_init_inputs():
+    return []
+''', "where_relu", level=1)
+MATMUL64 = problem_from_source('''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, A, B):
+        return torch.matmul(A.double(), B.double()).float()
+
+def get_inputs():
+    return [torch.randn(256, 256), torch.randn(256, 256)]
+
+def get_init_inputs():
+    return []
+''', "matmul64", level=1)
+
+
+def _matmul(source: str) -> str:
+    return source.replace("def forward(self, x):", "def forward(self, A, B):")
+
+
+def _child_staged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback protocol (CUDA, or a machine without the freezer, a sealable file or reading a child's memory)."""
+    monkeypatch.setattr(pipeline, "parent_driven", lambda device: False)
+
+
+def _rejected_by(evaluation: Evaluation, tag: str) -> None:
+    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+    assert evaluation.reasons[0].startswith(tag), evaluation.reasons
+
+
+# -- the knock-out: kernel or library decided by something other than a call count -------------------------------
+
+# The first call after a pause (10 ms since the last one returned) gets the kernel's answer; calls that come back
+# to back get the library's, with the kernel run on a quarter of the rows so every call counts a kernel call (and
+# its share read 15-17%, over the 5% line). The old knock-out, a call of its own, came after such a pause; inside a
+# timed batch the calls are back to back, so the knock-out among them poisons a call whose answer is the library's
+# (at index 0 it may be the kernel's, where the other side's batch took over 10 ms).
+AFTER_A_PAUSE = relu_variant(
+    "fresh = time.perf_counter() - getattr(self, 'last', 0.0) > 0.01  # the first call after a pause\n"
+    "if fresh:\n"
+    "    y = relu_ext.relu_forward(x)\n"
+    "else:\n"
+    "    relu_ext.relu_forward(x[:4])  # counted on every call\n"
+    "    y = torch.relu(x)\n"
+    "self.last = time.perf_counter()\n"
+    "return y", prelude="import time\n")
+
+
+def test_a_kernel_only_on_the_first_call_after_a_pause_is_a_ghost_on_the_timed_calls() -> None:
+    """Accepted at 6.2x on e163ad2 (its knock-out was a call of its own, after a pause) and at 6.5x here with the
+    knock-out switched off (`KERNELWRIGHT_TEST_DEFENCES_OFF=knockout`; the honest kernel read 7.9x). The knock-out
+    is one call of a timed batch (11 calls here) at an index the parent draws: even where a batch's first call
+    came after a pause, each of the three (one per process set) catches it with probability 1 - 1/11 or more."""
+    evaluation = evaluate(WHERE_RELU, AFTER_A_PAUSE, "cpu", DEFAULT)
+    _rejected_by(evaluation, "[ghost-kernel]")
+    assert "poisoned on a timed call" in evaluation.reasons[0], evaluation.reasons
+    assert evaluation.isolation["audits"]["knocked_out_right"] is True
+
+
+def test_the_same_ghost_is_caught_on_the_child_staged_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The knock-out travels in the staged batch's `go` (`P.Go(poison)`) there: the same finding."""
+    _child_staged(monkeypatch)
+    evaluation = evaluate(WHERE_RELU, AFTER_A_PAUSE, "cpu", DEFAULT)
+    _rejected_by(evaluation, "[ghost-kernel]")
+    assert evaluation.isolation["protocol"] == "child-staged"
+    assert evaluation.isolation["audits"]["knocked_out_right"] is True
+
+
+def test_control_the_same_timing_logic_with_the_kernel_on_every_call_stays_accepted() -> None:
+    """The honest control beside the two above: the pause decides only which of two kernel calls answers."""
+    source = relu_variant(
+        "fresh = time.perf_counter() - getattr(self, 'last', 0.0) > 0.002\n"
+        "y = relu_ext.relu_forward(x) if fresh else relu_ext.relu_forward(x.contiguous())\n"
+        "self.last = time.perf_counter()\n"
+        "return y", prelude="import time\n")
+    evaluation = evaluate(WHERE_RELU, source, "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+    assert not any(r.startswith(("[ghost-kernel]", "[runtime-compute]")) for r in evaluation.reasons)
+    assert evaluation.isolation["audits"]["knockouts"] >= 1
+    assert evaluation.isolation["audits"]["knocked_out_right"] is False
+    assert evaluation.isolation["audits"]["kernel_share"] > 0.25  # 0.75-0.83 read; far from the 5% line
+
+
+def test_a_forward_that_answers_with_the_library_where_its_kernel_reads_poisoned_is_a_ghost() -> None:
+    """The kernel on every call, the library's answer where the kernel's output holds NaN: a forward that survives
+    its kernel's failure never needed it for the answer. It gains nothing (accepted at 3.0x with the knock-out off,
+    the isnan check costing more than the honest kernel's 7.9x); it is here because it is the obvious reading of
+    "the knock-out fills outputs with NaN"."""
+    source = relu_variant(
+        "y = relu_ext.relu_forward(x)\n"
+        "if torch.isnan(y).any():  # knocked out: the library answers instead\n"
+        "    return torch.relu(x)\n"
+        "return y")
+    evaluation = evaluate(WHERE_RELU, source, "cpu", DEFAULT)
+    _rejected_by(evaluation, "[ghost-kernel]")
+
+
+# -- the kernels' share: clocked on a timed batch, not on the census -----------------------------------------------
+
+# A touch kernel (the first form's) that does heavy useless work where the census clocks it: the census call runs
+# under a TorchDispatchMode, which forward can see. `+ k[0] * 0` carries the knock-out's NaN to every element.
+CENSUS_AWARE = _matmul(relu_variant(
+    "census = _get_current_dispatch_mode() is not None  # the census call runs under a dispatch mode\n"
+    "y = torch.matmul(A, B)\n"
+    "k = relu_ext.relu_forward(A.expand(16, 256, 256) if census else A[0])  # heavy only where the census clocks it\n"
+    "return y + k.reshape(-1)[:1] * 0",
+    prelude="from torch.utils._python_dispatch import _get_current_dispatch_mode\n"))
+
+
+def test_a_touch_kernel_heavy_only_on_the_census_call_is_credited_nothing() -> None:
+    """On e163ad2 the census read the kernels' share as 89% and it was accepted at 2.0x; clocked on a timed batch
+    the share is 2%."""
+    evaluation = evaluate(MATMUL64, CENSUS_AWARE, "cpu", DEFAULT)
+    _rejected_by(evaluation, "[runtime-compute]")
+    assert "under 5%" in evaluation.reasons[0]
+    assert evaluation.isolation["audits"]["kernel_share"] < 0.05
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "NOT CAUGHT: on the child-staged protocol (CUDA; the CPU without the freezer) Timing.share is off "
+    "(timed_calls.py: `... and pool_seed is None`), so the gate falls back to the census call's share, which "
+    "forward can tell apart: accepted at 1.9x, kernel_share 0.81 (measured; clocked it is 0.02)"))
+def test_the_same_census_aware_touch_kernel_on_the_child_staged_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    _child_staged(monkeypatch)
+    evaluation = evaluate(MATMUL64, CENSUS_AWARE, "cpu", DEFAULT)
+    assert evaluation.isolation["protocol"] == "child-staged"
+    _rejected_by(evaluation, "[runtime-compute]")
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "NOT CAUGHT: the knock-out's NaN reaches the output through `+ k * 0` without the kernel computing anything, "
+    "and useless work inside the kernel (its own contiguous() copy of a 4x expanded input) buys a clocked share "
+    "of 16%, over the 5% line: accepted at 1.42x (1.26x on e163ad2)"))
+def test_a_kernel_doing_useless_work_beside_a_library_answer_is_credited_nothing() -> None:
+    source = _matmul(relu_variant(
+        "y = torch.matmul(A, B)\n"
+        "k = relu_ext.relu_forward(A.expand(4, 256, 256))  # its contiguous() copy and relu: useless work\n"
+        "return y + k[0, :1, :1] * 0  # NaN reaches every element when knocked out, 0 otherwise"))
+    evaluation = evaluate(MATMUL64, source, "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+    assert evaluation.reasons[0].startswith(("[ghost-kernel]", "[runtime-compute]")), evaluation.reasons
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "NOT CAUGHT: the kernel switch (harness/compilation/build_cache.py KernelSwitch) is a cell of the wrapper's "
+    "closure; `getattr(fn, \"__closure__\")` passes the static policy (only the `.__closure__` attribute is "
+    "banned), and forward reads `poison` (answers NaN on the knock-out call) and `clocked` (adds to `own_s`: "
+    "share 100%), no cost on any other call: accepted at 1.35x (2.95x on e163ad2)"))
+def test_a_forward_that_reads_the_audits_state_off_the_kernel_wrapper_is_caught() -> None:
+    source = _matmul(relu_variant(
+        "audits = _audits()\n"
+        "y = torch.matmul(A, B)\n"
+        "relu_ext.relu_forward(A[0])  # every call counts a kernel call\n"
+        "if audits is not None and audits.poison:\n"
+        "    return y + float('nan')  # the knock-out: wrong, as if the kernel were on the output path\n"
+        "if audits is not None and audits.clocked:\n"
+        "    audits.own_s += 1.0  # the clocked batch: the kernels' share reads 100%\n"
+        "return y", prelude=(
+            "def _audits():\n"
+            "    for cell in getattr(relu_ext.relu_forward, \"__closure__\") or ():\n"
+            "        if hasattr(cell.cell_contents, \"poison\"):\n"
+            "            return cell.cell_contents\n")))
+    evaluation = evaluate(MATMUL64, source, "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
+    caught_by = ("[ghost-kernel]", "[runtime-compute]", "[forbidden-api]", "[introspection]")  # a fix's tag
+    assert evaluation.reasons[0].startswith(caught_by), evaluation.reasons
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+    "NOT CAUGHT: strict's `[runtime-compute]` (library compute outside the kernels) still reads the census, a call "
+    "of its own under a TorchDispatchMode whose output nothing compares: a forward that sees the mode (in a helper, "
+    "which strict's reading of forward's body misses) answers with its kernel's output alone there and with the "
+    "library's matmul everywhere else; the clocked share is 16% (useless work, as above): accepted under strict at "
+    "1.48x, as on e163ad2 (1.49x)"))
+def test_strict_sees_library_compute_a_forward_hides_from_the_census() -> None:
+    source = _matmul(relu_variant(
+        "k = relu_ext.relu_forward(A.expand(3, 256, 256))\n"
+        "if _census():\n"
+        "    return k[0]  # the census: nothing but the kernel (its answer is never compared)\n"
+        "return _answer(A, B, k)", prelude=(
+            "from torch.utils._python_dispatch import _get_current_dispatch_mode\n\n"
+            "def _census():\n"
+            "    return _get_current_dispatch_mode() is not None\n\n"
+            "def _answer(A, B, k):\n"
+            "    return getattr(torch, 'mat' + 'mul')(A, B) + k[0, :1, :1] * 0\n")))
+    evaluation = evaluate(MATMUL64, source, "cpu", DEFAULT.model_copy(update={"static_policy": "strict"}))
+    _rejected_by(evaluation, "[runtime-compute]")
