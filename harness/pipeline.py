@@ -134,7 +134,8 @@ def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: Ev
     share = facts.timed.own_share if facts.timed is not None and facts.timed.own_share is not None else \
         (facts.census or {}).get("share")
     if facts.census and facts.census["ops"]:
-        evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": share}
+        evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": share,
+                                                   "calls": facts.census.get("calls", 1)}
     if facts.timed is None:
         return
     evaluation.isolation["protocol"] = "parent-driven" if facts.timed.parent_reads else "child-staged"
@@ -312,7 +313,7 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
             phase_seconds["timing_wait"] = facts.timed.slot_wait_s
             facts.knockout_matched = facts.timed.knocked_out_right
             if facts.timed.census_ops is not None:
-                facts.census = {"ops": facts.timed.census_ops, "share": None}
+                facts.census = {"ops": facts.timed.census_ops, "share": None, "calls": facts.timed.census_calls}
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
     if not run.failure:

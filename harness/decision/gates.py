@@ -174,7 +174,8 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if not ops and not negligible:
         return []
     seen = ", ".join(f"{name} x{count}" for name, count in sorted(ops.items()))
-    said = (f"forward ran PyTorch's own compute outside the candidate's kernels ({seen})" if ops else
+    calls = f" over {census['calls']} audited calls" if census and census.get("calls") else ""
+    said = (f"forward ran PyTorch's own compute outside the candidate's kernels ({seen}{calls})" if ops else
             "forward's time went mostly outside the candidate's kernels")
     said += f"; the candidate's kernels did {share:.0%} of forward's time" if share is not None else ""
     if policy.static_policy == "strict" and ops:

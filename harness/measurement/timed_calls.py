@@ -73,6 +73,7 @@ class TimedRun:
     own_ns: int = 0  # inside the candidate's kernel functions, over the clocked audit batches (CPU)
     clocked_ns: int = 0  # those batches' own time on the parent's clock, less the pipe
     census_ops: dict[str, int] | None = None  # PyTorch operators run outside the kernels in the census audit batches
+    census_calls: int = 0  # the calls those batches made
 
     @property
     def own_share(self) -> float | None:
@@ -105,7 +106,7 @@ def combined(runs: list[TimedRun]) -> TimedRun:
         knocked_out_right=None if all(r.knocked_out_right is None for r in runs) else any(
             r.knocked_out_right for r in runs),
         own_ns=sum(r.own_ns for r in runs), clocked_ns=sum(r.clocked_ns for r in runs),
-        census_ops=_merged([r.census_ops for r in runs]))
+        census_ops=_merged([r.census_ops for r in runs]), census_calls=sum(r.census_calls for r in runs))
 
 
 def _merged(found: list[dict[str, int] | None]) -> dict[str, int] | None:
@@ -431,6 +432,7 @@ class Timing:
             ms = self._batch_ms(side, calls, overhead, poison if ours else None, ours and kind == "share",
                                 ours and kind == "census")
             if ours and kind == "census":
+                self.run.census_calls += len(calls)
                 self.run.census_ops = _merged([self.run.census_ops,
                                                census_ops(side.done.census if side.done is not None else None)])
             own = side.done.own_ns if ours and side.done is not None else None
