@@ -1,6 +1,6 @@
 """The one way a candidate's process is set up: a job (mode, device, policy), a scratch folder with the problem,
 the candidate and reference inputs, the limits, and the parent-owned build service. `run_in_child` runs the
-modes that need no conversation (build, profile, baseline) to completion; `evaluate()` converses with an
+modes that need no conversation (build, profile) to completion; `evaluate()` converses with an
 `evaluate` job through the same pieces."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def run_in_child(problem: Problem, source: str, mode: J.Mode, device: str, polic
     with scratch_folder(problem, source, job) as scratch:
         save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
                                             policy.cpu_threads, vary_distributions=False))
-        builds = None if mode == "baseline" else build_service(device, policy)
-        outcome = run_child(scratch, limits or limits_for(device, policy), prefix=prefix, on_build=builds,
+        outcome = run_child(scratch, limits or limits_for(device, policy), prefix=prefix,
+                            on_build=build_service(device, policy),
                             role=mode, forkable=forkable(device))
         return ChildRun(outcome, read_result(scratch), collect(scratch) if collect else None)

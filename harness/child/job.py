@@ -20,7 +20,7 @@ EVENTS_FILE = "events.jsonl"
 LOG_FILE = "child.log"
 
 
-Mode = Literal["evaluate", "build", "profile", "baseline"]
+Mode = Literal["evaluate", "build", "profile"]
 
 
 def _seed() -> int:
@@ -33,7 +33,8 @@ class ChildJob(BaseModel):
 
     evaluate: a conversation (load, correctness, knock-out, timing) with the parent; the other modes run alone
     and write their result file. build: import the candidate so its extensions are built into the cache.
-    profile: one forward under Nsight Compute. baseline: time eager PyTorch and torch.compile (no candidate)."""
+    profile: one forward under Nsight Compute. (The baselines, eager and torch.compile, are timed as evaluate
+    jobs of reference processes: harness/execution/baseline.py.)"""
 
     mode: Mode
     device: str  # "cpu", "cuda" or "cuda-compile-only"
@@ -63,5 +64,4 @@ class ChildResult(BaseModel):
     integrity: list[str] = Field(default_factory=list)
     threads: dict[str, dict[str, int]] = Field(default_factory=dict)
     telemetry: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    baseline: dict[str, Any] = Field(default_factory=dict)
     kernel_calls: dict[str, int] = Field(default_factory=dict)

@@ -1,5 +1,6 @@
 """The child's `load` command: import the candidate and construct ModelNew as the parent seeds the reference (the
-reference's child constructs the problem's Model instead and never loads candidate code)."""
+reference's child constructs the problem's Model instead and never loads candidate code; with `compile`, that Model
+wrapped in torch.compile and compiled before any timed call: the compiled baseline, harness/execution/baseline.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.child import job as J
-from harness.child.calls import bind_device_sync
+from harness.child.calls import bind_device_sync, call, sync
 from harness.child.process import CandidateFailure, note_replacements, short_traceback
 from harness.compilation.build_cache import BuildFailed
 from harness.isolation import protocol as P
@@ -44,6 +45,43 @@ def build_model(candidate: Any, init_inputs: list[Any], seed: int, device: str) 
     return new.to(device)
 
 
+def warm_inputs(payload: dict[str, Any], device: str) -> list[Any]:
+    """One call's inputs, shaped as every timed call's: the first trial's where the child has them, else made from
+    the template's shapes and dtypes (where the parent writes every input, the child's file holds only those)."""
+    import torch
+
+    from harness.values.tensors import to_device
+
+    if payload.get("trials"):
+        return to_device(payload["trials"][0]["inputs"], device)
+    made = []
+    for value in payload.get("template") or []:
+        if not isinstance(value, torch.Tensor):
+            made.append(value)
+        elif value.dtype.is_floating_point or value.dtype.is_complex:
+            made.append(torch.randn(value.shape, dtype=value.dtype, device=device))
+        else:
+            made.append(torch.zeros(value.shape, dtype=value.dtype, device=device))
+    return made
+
+
+def compiled_reference(model: Any, inputs: list[Any], calls: int, device: str) -> Any:
+    """`model` wrapped in torch.compile and called `calls` times (at least twice): the first call compiles, so none of
+    the compiling lands on the parent's clock. Where torch.compile fails (it does on some problems and machines),
+    a `compile_error` naming its error."""
+    import torch
+
+    try:
+        compiled = torch.compile(model)
+        for _ in range(max(calls, 2)):
+            call(compiled, inputs)
+        sync(device)
+    except Exception as exc:  # a recorded reason, never a crash
+        raise CandidateFailure("compile_error", f"torch.compile failed: {type(exc).__name__}: {str(exc)[:2000]}") \
+            from None
+    return compiled
+
+
 class Loading:
     """`load` (a handler of harness/child/main.py's Child)."""
 
@@ -63,7 +101,12 @@ class Loading:
         if self.role == "reference":
             torch.manual_seed(self.job.init_seed)
             self.model = self.problem.Model(*init_inputs).to(self.job.device)
+            if command.compile:
+                self.model = compiled_reference(self.model, warm_inputs(self.payload, self.job.device),
+                                                self.job.policy.warmup_calls, self.job.device)
             return P.Status()
+        if command.compile:
+            raise CandidateFailure("crash", "`load` with compile is for the reference's process only")
         self.events.write(phase="import")
         candidate = import_candidate(self.scratch)
         note_replacements(self.identities, self.integrity, "importing the candidate")

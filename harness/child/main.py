@@ -9,7 +9,7 @@ itself and derives the verdict; a child that dies, hangs or lies can at worst ma
 
 Each command is one type of harness/isolation/protocol.py, dispatched by its type (`HANDLERS`) to one handler of
 `Child`, kept by command group: loading.py (load), correctness.py (correctness, knockout, census), timing.py
-(stage, go, slots, run), probing.py (probe, outputs), baselines.py (baseline); finish is here.
+(stage, go, slots, run), probing.py (probe, outputs); finish is here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.child import job as J
-from harness.child.baselines import Baselines
 from harness.child.correctness import Checking
 from harness.child.loading import Loading
 from harness.child.probing import Probing
@@ -37,11 +36,11 @@ from harness.values.integrity import thread_state
 HANDLERS: dict[type[P.Command], str] = {
     P.Load: "do_load", P.Correctness: "do_correctness", P.Knockout: "do_knockout", P.Census: "do_census",
     P.Stage: "do_stage", P.Go: "do_go", P.Probe: "do_probe", P.Slots: "do_slots", P.Run: "do_run",
-    P.Outputs: "do_outputs", P.Baseline: "do_baseline", P.Finish: "do_finish",
+    P.Outputs: "do_outputs", P.Finish: "do_finish",
 }
 
 
-class Child(Loading, Checking, TimedCalls, Probing, Baselines):
+class Child(Loading, Checking, TimedCalls, Probing):
     """The child's state between the parent's commands. Each `do_*` method answers one command."""
 
     def __init__(self, scratch: Path, channel: ChildEnd, role: str, slots_fd: int | None = None) -> None:
@@ -122,14 +121,11 @@ def serve(child: Child) -> None:
 
 
 def run_alone(child: Child) -> None:
-    """A job that does not converse (build, profile, baseline): its work, then the result file."""
+    """A job that does not converse (build, profile): its work, then the result file."""
     try:
-        if child.job.mode == "baseline":
-            child.result.baseline = child.do_baseline(P.Baseline()).baseline
-        else:
-            child.result.status = child.do_load(P.Load()).status
-            if child.job.mode == "profile":
-                child.do_correctness(P.Correctness())
+        child.result.status = child.do_load(P.Load()).status
+        if child.job.mode == "profile":
+            child.do_correctness(P.Correctness())
     except CandidateFailure as failure:
         child.result.status, child.result.message = failure.kind, str(failure)
     write_result(child.scratch, child.result)
@@ -178,7 +174,7 @@ def main() -> None:
     child = Child(scratch, channel, role, slots_fd=int(sys.argv[5]) if len(sys.argv) > 5 else None)
     if child.job.conversing:
         serve(child)
-    else:  # build, baseline, profile: no conversation, then the result file
+    else:  # build, profile: no conversation, then the result file
         run_alone(child)
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: nothing the candidate registered at exit runs after the report
