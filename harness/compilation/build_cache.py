@@ -47,7 +47,8 @@ def build_key(kind: str, arguments: dict[str, Any], torch_version: str) -> str:
 
 class KernelSwitch:
     """Counts calls into the candidate's own extension functions and, when `poison` is on, fills what they
-    return (or, for functions that return nothing, the tensors they were given) with NaN: a knock-out run in
+    return (or, for functions that return nothing, the tensors they were given) with a pattern of finite values
+    (`_poison`): a knock-out run in
     which a forward that never depended on its kernel still returns the right answer."""
 
     def __init__(self) -> None:
@@ -135,11 +136,17 @@ class KernelSwitch:
 
 
 def _poison(value: Any) -> None:
+    """Finite values in [-5, 5] in a pattern no kernel computes (NaN would survive `out + k * 0`, carrying a
+    kernel's output to a library answer it never touched); integers and booleans a constant."""
     import torch
 
     if isinstance(value, torch.Tensor):
         with torch.no_grad():
-            value.fill_(float("nan") if value.is_floating_point() else 7)
+            if value.is_floating_point() or value.is_complex():
+                pattern = torch.arange(value.numel(), device=value.device, dtype=torch.int64)
+                value.copy_(((pattern * 7919 + 13) % 1009).to(value.dtype).view(value.shape) / 100.0 - 5.0)
+            else:
+                value.fill_(7)
     elif isinstance(value, (list, tuple)):
         for item in value:
             _poison(item)

@@ -272,8 +272,8 @@ class Timing:
         `audits`: the knock-out and the kernels' own time among the timed calls (a candidate with kernels)."""
         self.reference, self.policy, self.device = reference, policy, device
         self.knockout = audits and policy.hardening and policy.knockout and not is_off("knockout")
-        self.census = audits and policy.hardening and policy.static_policy != "off"
-        self.share = self.census and pool_seed is None  # (CPU: a kernel's calls finish before it returns)
+        self.census = audits and policy.hardening  # (static_policy "off" stands for a static policy evaded)
+        self.share = self.census and device == "cpu"  # (a CPU kernel's calls finish before it returns)
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:

@@ -46,6 +46,11 @@ _FORBIDDEN_ATTRIBUTES = {
     "_python_dispatch": "introspection", "_len_torch_dispatch_stack": "introspection",
     "_get_dispatch_stack_at": "introspection", "_get_current_dispatch_mode": "introspection",
     "_get_current_dispatch_mode_stack": "introspection", "_is_torch_function_mode_enabled": "introspection",
+    "_DisableTorchDispatch": "introspection", "_disable_current_modes": "introspection",
+    "DisableTorchFunction": "introspection", "DisableTorchFunctionSubclass": "introspection",
+    "_DisableFuncTorch": "introspection", "_pop_mode": "introspection", "_pop_torch_dispatch_stack": "introspection",
+    "_unset_dispatch_mode": "introspection", "_ExcludeDispatchKeyGuard": "introspection",
+    "cell_contents": "introspection", "__self__": "introspection", "__wrapped__": "introspection",
 }
 # attributes that are only an escape when read off `os` or `sys`
 _OS_SYS_ATTRIBUTES = {"modules": "introspection (sys.modules)", "fork": "processes", "system": "shell",
@@ -161,14 +166,17 @@ class _Checker(ast.NodeVisitor):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.module:
             self._check_module(node.module, node)
-            if node.module.split(".")[0] in ("os", "sys", "time"):
-                for alias in node.names:
-                    reason = _FORBIDDEN_ATTRIBUTES.get(alias.name) or _OS_SYS_ATTRIBUTES.get(alias.name)
-                    if reason:
-                        self.add("forbidden-api", f"imports {node.module}.{alias.name}: {reason}", node)
+            os_sys = node.module.split(".")[0] in ("os", "sys", "time")
+            for alias in node.names:  # a forbidden attribute imported by name is the attribute
+                reason = _FORBIDDEN_ATTRIBUTES.get(alias.name) or (_OS_SYS_ATTRIBUTES.get(alias.name) if os_sys else None)
+                if reason:
+                    self.add("forbidden-api", f"imports {node.module}.{alias.name}: {reason}", node)
 
     def _check_module(self, module: str, node: ast.AST) -> None:
         top = module.split(".")[0]
+        for part in module.split(".")[1:]:  # torch.utils._python_dispatch: a module that is a forbidden name
+            if part in _FORBIDDEN_ATTRIBUTES:
+                self.add("forbidden-api", f"imports {module}: {_FORBIDDEN_ATTRIBUTES[part]}", node)
         if top == "torch" and ".multiprocessing" in f".{module}":
             self.add("processes", f"imports {module}", node)
         reason = _FORBIDDEN_MODULES.get(module) or _FORBIDDEN_MODULES.get(top)
@@ -180,6 +188,8 @@ class _Checker(ast.NodeVisitor):
                 any(node.value == n or node.value.startswith(n) for n in _HARNESS_NAMES):
             self.add("harness-alias", f"names the harness's or the problem's module ({node.value!r}): the "
                      "reference and the harness are not the candidate's to reach", node)
+        if isinstance(node.value, str) and node.value in _FORBIDDEN_ATTRIBUTES:  # getattr(f, "__closure__")
+            self.add("forbidden-api", f"names {node.value!r}: {_FORBIDDEN_ATTRIBUTES[node.value]}", node)
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _call_name(node)

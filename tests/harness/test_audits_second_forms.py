@@ -10,13 +10,14 @@ batch of its own); under strict, a forward that answers with its kernel alone wh
 census batch's outputs are checked like every timed call's). Control: the same timing logic with the kernel on
 every call stays accepted.
 
-Not caught (xfail, strict: each one passing means the hole is closed and the mark must go). The knock-out poisons
-with NaN, which `y + k[0, 0] * 0` carries to every element without the kernel computing anything, so only the 5%
-share stands between a library answer and a credited speedup: (a) useless work inside the kernel buys that share;
-(b) the kernel switch that holds the audits' state is reachable from forward through `getattr(fn, "__closure__")`,
-which the static policy does not see; (c) on the child-staged protocol (CUDA, the CPU fallback) no share is clocked
-at all, so the first form itself is accepted there; (d) under strict, library compute run inside
-`torch._C._DisableTorchDispatch()` is invisible to the census.
+Not caught at 87f71c4, each closed since (b6 of the same session): (a) the knock-out poisoned with NaN, which
+`y + k[0, 0] * 0` carried to every element without the kernel computing anything, so useless work inside the kernel
+bought the 5% share: it poisons with finite values now, which `* 0` erases; (b) the kernel switch holding the audits'
+state was reachable through `getattr(fn, "__closure__")`: forbidden attribute names are refused as strings and
+imported names too (`cell_contents` among them); (c) no share was clocked on the child-staged protocol: it is on the
+CPU whatever the protocol (CUDA clocks none: a kernel's work is asynchronous there); (d) under strict, library
+compute inside `torch._C._DisableTorchDispatch()` was invisible to the census: the guards that switch dispatch modes
+off are refused statically (at run time, with the static policy evaded, the census still cannot see it).
 
 Figures: 2 shared cores, other work running, `EvalPolicy(timing_budget_s=0.2)`; speedups read in one run each."""
 
@@ -33,6 +34,7 @@ from tests.conftest import relu_variant
 pytestmark = pytest.mark.slow
 DEFAULT = EvalPolicy(timing_budget_s=0.2)
 STRICT = DEFAULT.model_copy(update={"static_policy": "strict"})
+EVADED = DEFAULT.model_copy(update={"static_policy": "off"})  # as if the static policy had been evaded
 
 # the first forms' problems: a ReLU written the long way round (the library's relu is ~2-3x faster than it), and a
 # float64 matmul cast back (the library's float32 matmul is faster and inside the tolerance; no ReLU kernel computes it)
@@ -133,25 +135,26 @@ def test_control_the_same_timing_logic_with_the_kernel_on_every_call_stays_accep
     assert evaluation.isolation["audits"]["kernel_share"] > 0.25  # 0.75-0.83 read; far from the 5% line
 
 
-def test_a_forward_that_answers_with_the_library_where_its_kernel_reads_poisoned_is_a_ghost() -> None:
-    """The kernel on every call, the library's answer where the kernel's output holds NaN: a forward that survives
-    its kernel's failure never needed it for the answer. It gains nothing (accepted at 3.0x with the knock-out off,
-    against 7.5-7.9x for the honest kernel: the isnan check costs that much); it is here because it is the obvious
-    reading of "the knock-out fills outputs with NaN"."""
+def test_a_forward_that_looks_for_nan_in_its_kernels_output_answers_with_the_kernel() -> None:
+    """The kernel on every call, the library's answer where the kernel's output holds NaN (the obvious reading of a
+    knock-out that filled outputs with NaN, where it was a ghost). The poison is a pattern of finite values now: the
+    check never fires, the knocked-out answer is the kernel's (wrong), and every other answer is the kernel's too,
+    so it stays accepted: a control that the knock-out judges the answer, not the check."""
     source = relu_variant(
         "y = relu_ext.relu_forward(x)\n"
         "if torch.isnan(y).any():  # knocked out: the library answers instead\n"
         "    return torch.relu(x)\n"
         "return y")
     evaluation = evaluate(WHERE_RELU, source, "cpu", DEFAULT)
-    _rejected_by(evaluation, "[ghost-kernel]")
+    assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
+    assert evaluation.isolation["audits"]["knocked_out_right"] is False
 
 
 # -- the kernels' share and the census: audit batches of their own among the timed calls --------------------------
 
 # A touch kernel (the first form's) that does heavy useless work where a dispatch mode is active (the census: a call
-# of its own on e163ad2, an audit batch now). `+ k[0] * 0` carries the knock-out's NaN to every element. (The import
-# passes the static policy: 87f71c4 refuses `_get_current_dispatch_mode` and `_python_dispatch` as attributes only.)
+# of its own on e163ad2, an audit batch now). The static policy refuses the import (by name, since this session);
+# evaluated as if it had been evaded.
 CENSUS_AWARE = _matmul(relu_variant(
     "census = _get_current_dispatch_mode() is not None  # the census runs under a dispatch mode\n"
     "y = torch.matmul(A, B)\n"
@@ -162,10 +165,11 @@ CENSUS_AWARE = _matmul(relu_variant(
 
 def test_a_touch_kernel_heavy_only_under_the_census_is_credited_nothing() -> None:
     """On e163ad2 the census read the kernels' share as 89% and it was accepted at 2.0x; clocked on an audit batch
-    of its own (no dispatch mode) the share is 2%."""
-    evaluation = evaluate(MATMUL64, CENSUS_AWARE, "cpu", DEFAULT)
-    _rejected_by(evaluation, "[runtime-compute]")
-    assert "under 5%" in evaluation.reasons[0]
+    of its own (no dispatch mode) the share is 2%, and the knock-out's finite poison, erased by `* 0`, leaves the
+    library's answer right."""
+    _rejected_by(evaluate(MATMUL64, CENSUS_AWARE, "cpu", DEFAULT), "[forbidden-api]")
+    evaluation = evaluate(MATMUL64, CENSUS_AWARE, "cpu", EVADED)
+    _rejected_by(evaluation, "[ghost-kernel]")  # `* 0` erases the finite poison: the answer is the library's
     assert evaluation.isolation["audits"]["kernel_share"] < 0.05
 
 
@@ -174,7 +178,8 @@ def test_under_strict_a_forward_that_answers_with_its_kernel_alone_under_the_cen
     returns its kernel's output alone (no library operator), elsewhere the library's matmul (through helpers that
     strict's reading of forward's body does not see); useless kernel work keeps the clocked share at 16%.
     Accepted under strict at 1.49x on e163ad2 (its census a call whose output nothing compared); the census batch
-    is among the timed calls now, every output checked: `[timed-check]`."""
+    is among the timed calls now, every output checked: `[timed-check]` (with the static policy evaded: it refuses
+    the import by name now)."""
     source = _matmul(relu_variant(
         "k = relu_ext.relu_forward(A.expand(3, 256, 256))\n"
         "if _census():\n"
@@ -185,24 +190,24 @@ def test_under_strict_a_forward_that_answers_with_its_kernel_alone_under_the_cen
             "    return _get_current_dispatch_mode() is not None\n\n"
             "def _answer(A, B, k):\n"
             "    return getattr(torch, 'mat' + 'mul')(A, B) + k[0, :1, :1] * 0\n")))
-    evaluation = evaluate(MATMUL64, source, "cpu", STRICT)
+    _rejected_by(evaluate(MATMUL64, source, "cpu", STRICT), "[forbidden-api]")
+    evaluation = evaluate(MATMUL64, source, "cpu", EVADED)
     assert evaluation.verdict is Verdict.INCORRECT, evaluation.reasons
     assert evaluation.reasons[0].startswith("[timed-check]"), evaluation.reasons
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: under strict, library compute inside `with torch._C._DisableTorchDispatch():` (in a helper) never "
-    "reaches the census's dispatch mode, and nothing in the static policy names it; useless kernel work keeps the "
-    "clocked share at 13%: accepted under strict at 1.50x (1.45x on e163ad2)"))
 def test_under_strict_library_compute_hidden_from_the_dispatch_mode_is_caught() -> None:
+    """Library compute inside `with torch._C._DisableTorchDispatch():` (in a helper) never reaches the census's
+    dispatch mode; useless kernel work kept the clocked share at 13%: accepted under strict at 1.50x at 87f71c4
+    (1.45x on e163ad2). The guards that switch dispatch modes off are refused statically now (only there: with
+    the static policy evaded, the census cannot see what runs under them)."""
     source = _matmul(relu_variant(
         "k = relu_ext.relu_forward(A.expand(3, 256, 256))  # useless work: the clocked share\n"
         "return _answer(A, B, k)", prelude=(
             "def _answer(A, B, k):\n"
             "    with torch._C._DisableTorchDispatch():  # no dispatch mode sees what runs here\n"
             "        return getattr(torch, 'mat' + 'mul')(A, B) + k[0, :1, :1] * 0\n")))
-    evaluation = evaluate(MATMUL64, source, "cpu", STRICT)
-    _rejected_by(evaluation, "[runtime-compute]")
+    _rejected_by(evaluate(MATMUL64, source, "cpu", STRICT), "[forbidden-api]")
 
 
 # the first form of test_runtime_compute.py: the library's matmul answers, the kernel passes one row through
@@ -210,39 +215,35 @@ TOUCH = _matmul(relu_variant(
     "y = torch.matmul(A, B)\ny[0] = relu_ext.relu_forward(y[0].abs()) * y[0].sign()\nreturn y"))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: on the child-staged protocol (CUDA; the CPU without the freezer) Timing.share is off "
-    "(timed_calls.py: `... and pool_seed is None`) and the census no longer gives a share, so kernel_share is None "
-    "and the negligible-share rule never applies: the first form (2% clocked, rejected parent-driven) is accepted "
-    "at 1.78x (1.82x on e163ad2, whose census read 9%)"))
 def test_the_first_form_touch_kernel_on_the_child_staged_protocol_is_credited_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    """At 87f71c4 no share was clocked on the child-staged protocol (the CPU fallback): the first form was accepted
+    there at 1.78x (1.82x on e163ad2, whose census read 9%). Clocked on the CPU whatever the protocol now."""
     _child_staged(monkeypatch)
     evaluation = evaluate(MATMUL64, TOUCH, "cpu", DEFAULT)
     assert evaluation.isolation["protocol"] == "child-staged"
     _rejected_by(evaluation, "[runtime-compute]")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: the knock-out's NaN reaches the output through `+ k * 0` without the kernel computing anything, "
-    "and useless work inside the kernel (its own contiguous() copy of a 4x expanded input) buys a clocked share "
-    "of 16-18%, over the 5% line: accepted at 1.39-1.42x (1.26x on e163ad2)"))
 def test_a_kernel_doing_useless_work_beside_a_library_answer_is_credited_nothing() -> None:
+    """The knock-out's NaN reached the output through `+ k * 0` without the kernel computing anything, and useless
+    work inside the kernel (its own contiguous() copy of a 4x expanded input) bought a clocked share of 16-18%:
+    accepted at 1.39-1.42x at 87f71c4 (1.26x on e163ad2). The poison is finite now: `* 0` erases it, and the
+    knocked-out answer is the library's, right."""
     source = _matmul(relu_variant(
         "y = torch.matmul(A, B)\n"
         "k = relu_ext.relu_forward(A.expand(4, 256, 256))  # its contiguous() copy and relu: useless work\n"
         "return y + k[0, :1, :1] * 0  # NaN reaches every element when knocked out, 0 otherwise"))
     evaluation = evaluate(MATMUL64, source, "cpu", DEFAULT)
-    assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
-    assert evaluation.reasons[0].startswith(("[ghost-kernel]", "[runtime-compute]")), evaluation.reasons
+    _rejected_by(evaluation, "[ghost-kernel]")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: the kernel switch (harness/compilation/build_cache.py KernelSwitch) is a cell of the wrapper's "
-    "closure; `getattr(fn, \"__closure__\")` passes the static policy (only the `.__closure__` attribute is "
-    "banned), and forward reads `poison` (answers NaN on the knock-out call) and `clocked` (adds to `own_s`: "
-    "share 100%), no cost on any other call: accepted at 1.35-1.72x (2.95x on e163ad2)"))
 def test_a_forward_that_reads_the_audits_state_off_the_kernel_wrapper_is_caught() -> None:
+    """The kernel switch (harness/compilation/build_cache.py KernelSwitch) is a cell of the wrapper's closure;
+    `getattr(fn, "__closure__")` passed the static policy (only the `.__closure__` attribute was refused), and
+    forward read `poison` (answered NaN on the knock-out call) and `clocked` (added to `own_s`: share 100%):
+    accepted at 1.35-1.72x at 87f71c4 (2.95x on e163ad2). Forbidden attribute names are refused as strings now,
+    and `cell_contents` with them. In-process state stays readable to a candidate that evades the static policy."""
     source = _matmul(relu_variant(
         "audits = _audits()\n"
         "y = torch.matmul(A, B)\n"
@@ -258,5 +259,5 @@ def test_a_forward_that_reads_the_audits_state_off_the_kernel_wrapper_is_caught(
             "            return cell.cell_contents\n")))
     evaluation = evaluate(MATMUL64, source, "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.REJECTED, evaluation.reasons
-    caught_by = ("[ghost-kernel]", "[runtime-compute]", "[forbidden-api]", "[introspection]")  # a fix's tag
-    assert evaluation.reasons[0].startswith(caught_by), evaluation.reasons
+    assert evaluation.reasons[0].startswith("[forbidden-api]") and "'__closure__'" in evaluation.reasons[0], \
+        evaluation.reasons

@@ -67,6 +67,12 @@ EXPLOITS = {
                             "forbidden-api"),
     "census-detection": (relu_variant("if torch._C._len_torch_dispatch_stack():\n    return relu_ext.relu_forward(x)\n"
                                       "return relu_ext.relu_forward(torch.relu(x))"), "forbidden-api"),
+    "closure-by-name": (relu_variant("switch = getattr(relu_ext.relu_forward, '__closure__')[0]\n"
+                                     "return relu_ext.relu_forward(x)"), "forbidden-api"),
+    "dispatch-mode-import": (relu_variant("from torch.utils._python_dispatch import _get_current_dispatch_mode\n"
+                                          "return relu_ext.relu_forward(x)"), "forbidden-api"),
+    "dispatch-disabled": (relu_variant("with torch._C._DisableTorchDispatch():\n    y = torch.relu(x)\n"
+                                       "return relu_ext.relu_forward(y)"), "forbidden-api"),
     "gc-scan": (relu_variant("import gc\nreturn [o for o in gc.get_objects() if torch.is_tensor(o)][0]"),
                 "introspection"),
     "setattr-patch": (relu_variant("return relu_ext.relu_forward(x)",
