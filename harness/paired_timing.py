@@ -101,3 +101,16 @@ def time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun,
             stopped = next(child.stopped for child in references if child.stopped)
             raise ProblemError(f"the reference's timing process stopped ({stopped})") from None
         raise
+
+
+def set_policy(policy: EvalPolicy, sets: int) -> EvalPolicy:
+    """One set's share of the timing: the budget, the call counts and the checks split across the sets (their sum is
+    what one set had alone), at least 3 batches each, and the precision one set must reach for their mean to reach
+    `timing_precision`."""
+    if sets == 1:
+        return policy
+    return policy.model_copy(update={
+        "timing_budget_s": policy.timing_budget_s / sets, "timing_precision": policy.timing_precision * sets ** 0.5,
+        "min_timed_calls": max(3, -(-policy.min_timed_calls // sets)),
+        "max_timed_calls": max(3, -(-policy.max_timed_calls // sets)),
+        "timed_checks": -(-policy.timed_checks // sets), "timed_full_checks": -(-policy.timed_full_checks // sets)})

@@ -37,7 +37,7 @@ from harness.isolation.timing_slot import checking_slot
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
 from harness.measurement.frozen_trials import run_trials
 from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
-from harness.paired_timing import parent_calls, reference_session, shared_slots, time_both
+from harness.paired_timing import parent_calls, reference_session, set_policy, shared_slots, time_both
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Finding, Verdict, rendered
 from harness.verification.canaries import passing_canaries
@@ -417,28 +417,15 @@ def _process_set(problem: Problem, source: str, reference: ReferenceRun, job: J.
     return _ProcessSet(candidate, scratch, ref, copy)
 
 
-def _set_policy(policy: EvalPolicy, sets: int) -> EvalPolicy:
-    """One set's share of the timing: the budget, the call counts and the checks split across the sets (their sum is
-    what one set had alone), at least 3 batches each, and the precision one set must reach for their mean to reach
-    `timing_precision`."""
-    if sets == 1:
-        return policy
-    return policy.model_copy(update={
-        "timing_budget_s": policy.timing_budget_s / sets, "timing_precision": policy.timing_precision * sets ** 0.5,
-        "min_timed_calls": max(3, -(-policy.min_timed_calls // sets)),
-        "max_timed_calls": max(3, -(-policy.max_timed_calls // sets)),
-        "timed_checks": -(-policy.timed_checks // sets), "timed_full_checks": -(-policy.timed_full_checks // sets)})
-
-
 def _time_sets(session: ChildSession, run: _Run, reference: ReferenceRun, policy: EvalPolicy, job: J.ChildJob,
                scratch: Path) -> TimedRun:
     """`process_pairs` independent sets of timed processes, one after the other, each on its share of the budget
-    (`_set_policy`): the first is the candidate's checked process with the references started beside it, each
+    (`set_policy`, harness/paired_timing.py): the first is the candidate's checked process with the references started beside it, each
     further one fresh (`_process_set`). The fresh candidates load together before any set is timed (their imports
     overlap; none loads while another set is timed). A rerun gets other processes; so does each set, and the
     interval reads the spread between them (harness/decision/timing_reading.py)."""
     sets = policy.process_pairs if run.more_sets is not None else 1
-    share = _set_policy(policy, sets)
+    share = set_policy(policy, sets)
     assert run.ref_session is not None
     with ExitStack() as stack:
         fresh = [run.more_sets(stack) for _ in range(sets - 1)] if run.more_sets is not None else []

@@ -29,8 +29,7 @@ from harness.isolation import protocol as P
 from harness.isolation.session import ChildSession, ChildStopped
 from harness.measurement.frozen_calls import parent_driven
 from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
-from harness.paired_timing import reference_session, time_both
-from harness.pipeline import _set_policy
+from harness.paired_timing import reference_session, set_policy, time_both
 from harness.policy import EvalPolicy
 from harness.verification.reference import ReferenceRun, run_reference
 from kernelbench.problem import Problem, ProblemError
@@ -90,7 +89,7 @@ def time_references(problem: Problem, device: str, policy: EvalPolicy, *, compil
     reference = run_reference(problem, device, job.init_seed, [secrets.randbits(31) for _ in range(policy.trials)],
                               policy.cpu_threads, vary_distributions=False)
     sets = policy.process_pairs
-    share = _set_policy(policy, sets)
+    share = set_policy(policy, sets)
     with ExitStack() as stack:
         opened = [_open_set(stack, problem, reference, job, policy) for _ in range(sets)]
         others = [other for _, other, _ in opened]

@@ -135,13 +135,6 @@ class Outputs(Command):
 
 
 @dataclass
-class Baseline(Command):
-    """Time eager PyTorch and torch.compile on the reference (a baseline job). -> BaselineTimes"""
-
-    cmd: ClassVar[str] = "baseline"
-
-
-@dataclass
 class Finish(Command):
     """Write the result file; the child exits after answering. -> Status ("finished")"""
 
@@ -149,7 +142,7 @@ class Finish(Command):
 
 
 COMMANDS: dict[str, type[Command]] = {kind.cmd: kind for kind in (
-    Load, Correctness, Knockout, Census, Stage, Go, Probe, Slots, Run, Outputs, Baseline, Finish)}
+    Load, Correctness, Knockout, Census, Stage, Go, Probe, Slots, Run, Outputs, Finish)}
 
 
 def decode_command(message: Any) -> Command:
@@ -321,14 +314,3 @@ class SlotsMade(Reply):
         owned = _need(reply, "owned", list, "the slots")
         return cls(slots, [pair for pair in owned if isinstance(pair, list) and len(pair) == 2
                            and type(pair[0]) is int and type(pair[1]) is int])
-
-
-@dataclass
-class BaselineTimes(Reply):
-    """Per baseline (eager, compile) its samples in ms, or `NAME_error`."""
-
-    baseline: dict[str, Any]
-
-    @classmethod
-    def read(cls, reply: dict[str, Any]) -> BaselineTimes:
-        return cls(_need(reply, "baseline", dict, "baselines"))

@@ -12,7 +12,7 @@ from harness.isolation import protocol as P
 
 EXAMPLES = [P.Load(), P.Correctness(), P.Knockout(), P.Knockout(slot=0), P.Census(slot=0), P.Stage([[0, {"a": 1}]]),
             P.Go(), P.Probe([0, 2], [[1, 5], [3, 4]]), P.Slots([[[0, 64]], [None]]), P.Run([0, 1], [[7, 0]], [3]),
-            P.Outputs([1], "timed_0.pt"), P.Baseline(), P.Finish()]
+            P.Outputs([1], "timed_0.pt"), P.Finish()]
 
 
 @pytest.mark.parametrize("command", EXAMPLES, ids=lambda c: repr(c))
@@ -22,13 +22,8 @@ def test_every_command_crosses_the_wire_as_itself(command: P.Command) -> None:
     assert P.decode_command(P.as_wire(line)) == command  # the plain dict the senders used before is the same line
 
 
-# declared in harness/isolation/protocol.py still, answered by no child: the baselines are timed by the candidates'
-# protocol now (harness/execution/baseline.py), not by a child on its own clock
-RETIRED = {"baseline"}
-
-
 def test_the_child_answers_every_command_and_nothing_else() -> None:
-    assert set(HANDLERS) == {command for command in P.COMMANDS.values() if command.cmd not in RETIRED}
+    assert set(HANDLERS) == set(P.COMMANDS.values())
     assert all(callable(getattr(Child, name)) for name in HANDLERS.values())
     for wrong in ({"cmd": "exec"}, {"cmd": "go", "extra": 1}, ["go"], {}, {"cmd": ["go"]}):
         with pytest.raises(ValueError):

@@ -12,7 +12,7 @@ from harness import EvalPolicy, Verdict, evaluate
 from harness.decision.timing_reading import read_timing
 from harness.measurement.noise import rerun_interval, t975, widened
 from harness.measurement.timed_calls import TimedRun, combined
-from harness.pipeline import _set_policy
+from harness.paired_timing import set_policy
 from harness.records import Finding
 from kernelbench.bundled import bundled_candidate, find_bundled
 
@@ -100,11 +100,11 @@ def test_a_reading_of_sets_that_disagree_is_wider_and_says_why() -> None:
 
 def test_a_set_shares_the_budget_and_the_checks() -> None:
     policy = EvalPolicy(timing_budget_s=1.5, timed_checks=300, timed_full_checks=20, min_timed_calls=10)
-    share = _set_policy(policy, 3)
+    share = set_policy(policy, 3)
     assert share.timing_budget_s == pytest.approx(0.5) and share.timed_checks == 100
     assert share.timed_full_checks == 7 and share.min_timed_calls == 4 and share.max_timed_calls == 334
     assert share.timing_precision == pytest.approx(policy.timing_precision * 3 ** 0.5)
-    assert _set_policy(policy, 1) is policy
+    assert set_policy(policy, 1) is policy
 
 
 @pytest.mark.slow
