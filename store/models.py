@@ -154,3 +154,8 @@ class BaselineRow(Base):
     compile_ms: Mapped[float | None] = mapped_column(Float, nullable=True)
     errors: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(default=_now)
+    # how they were timed (None: in one child on its own clock, before revision 0002: never reused)
+    method: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    compile_speedup: Mapped[float | None] = mapped_column(Float, nullable=True)  # eager / compiled, one clock
+    compile_speedup_ci: Mapped[list[float] | None] = mapped_column(JSON, nullable=True)
+    timing: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from harness.records import Verdict
@@ -49,24 +49,36 @@ def stored_problems(sessions: Sessions, fingerprints: list[str]) -> list[Problem
     return [problem_of(rows[f]) for f in fingerprints if f in rows]
 
 
+BASELINE_METHOD = "parent-clocked"  # timed by the candidates' protocol (harness/execution/baseline.py)
+
+
 def baseline(sessions: Sessions, fingerprint: str, device_key: str) -> BaselineRow | None:
+    """The problem's baselines on the device, where they were timed the way candidates are (older rows: None)."""
     with sessions() as session:
         return session.scalar(select(BaselineRow).where(BaselineRow.problem_fingerprint == fingerprint,
-                                                        BaselineRow.device_key == device_key))
+                                                        BaselineRow.device_key == device_key,
+                                                        BaselineRow.method == BASELINE_METHOD))
 
 
 def add_baseline(sessions: Sessions, fingerprint: str, device_key: str, measured: dict[str, Any]) -> None:
-    """Eager and torch.compile times of a problem on a device (`measured`'s `*error*` entries kept as errors)."""
+    """Eager and torch.compile times of a problem on a device (`measured`'s `*error*` entries kept as errors),
+    replacing a row an earlier release timed another way."""
+    ci = measured.get("compile_speedup_ci")
     with sessions.begin() as session:
+        session.execute(delete(BaselineRow).where(BaselineRow.problem_fingerprint == fingerprint,
+                                                  BaselineRow.device_key == device_key))
         session.add(BaselineRow(problem_fingerprint=fingerprint, device_key=device_key,
                                 eager_ms=measured.get("eager_ms"), compile_ms=measured.get("compile_ms"),
-                                errors={k: v for k, v in measured.items() if "error" in k}))
+                                errors={k: v for k, v in measured.items() if "error" in k}, method=BASELINE_METHOD,
+                                compile_speedup=measured.get("compile_speedup"),
+                                compile_speedup_ci=list(ci) if ci else None, timing=measured.get("timing")))
 
 
 def baselines(sessions: Sessions, fingerprints: dict[str, str], device_key: str) -> dict[str, BaselineRow]:
     """`fingerprints`: problem key -> fingerprint; the baselines known on `device_key`, by problem key."""
     with sessions() as session:
         rows = session.scalars(select(BaselineRow).where(BaselineRow.device_key == device_key,
+                                                         BaselineRow.method == BASELINE_METHOD,
                                                          BaselineRow.problem_fingerprint.in_(list(fingerprints.values()))))
         by_fingerprint = {row.problem_fingerprint: row for row in rows}
     return {k: by_fingerprint[f] for k, f in fingerprints.items() if f in by_fingerprint}

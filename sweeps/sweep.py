@@ -307,8 +307,9 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
                                                                          spec.sweep.policy.cpu_threads))
         for problem in problems:
             row = baselines.get(problem["name"])
-            problem["baseline"] = None if row is None else {"eager_ms": row.eager_ms, "compile_ms": row.compile_ms,
-                                                            "errors": row.errors}
+            problem["baseline"] = None if row is None else {
+                "eager_ms": row.eager_ms, "compile_ms": row.compile_ms, "errors": row.errors,
+                "compile_speedup": row.compile_speedup, "compile_speedup_ci": row.compile_speedup_ci}
         summary["metrics_vs_compile"] = by_level(_against_compile(finished, baselines))
     return summary
 

@@ -38,3 +38,25 @@ def test_items_problems_baselines_timings(tmp_path: Path) -> None:
     timing = queries.timings(sessions, [evaluation_id])[evaluation_id]
     assert timing["ref_ms"] == 3.0 and timing["speedup_ci"] == [1.4, 1.6]
     assert queries.shrink_notes(sessions, [items[relu.key].problem_ref]) == {items[relu.key].problem_ref: None}
+
+
+def test_a_baseline_timed_on_the_childs_own_clock_is_never_reused_and_is_replaced(tmp_path: Path) -> None:
+    """Rows an earlier release timed in one child on its own clock (method NULL after revision 0002) read as no
+    baseline, so the sweep measures the problem again; the new row, with its interval, replaces the old one."""
+    from store.models import BaselineRow
+
+    sessions = open_store(f"sqlite:///{tmp_path / 's.db'}")
+    relu = find_bundled("relu")
+    with sessions.begin() as session:
+        session.add(BaselineRow(problem_fingerprint=relu.fingerprint, device_key="cpu-1", eager_ms=0.023,
+                                compile_ms=0.036, errors={}))
+    assert queries.baseline(sessions, relu.fingerprint, "cpu-1") is None
+    assert queries.baselines(sessions, {relu.key: relu.fingerprint}, "cpu-1") == {}
+    queries.add_baseline(sessions, relu.fingerprint, "cpu-1", {
+        "eager_ms": 0.11, "compile_ms": 0.16, "compile_speedup": 0.69, "compile_speedup_ci": (0.58, 0.8),
+        "timing": {"protocol": "parent-driven", "process_sets": 3}})
+    row = queries.baseline(sessions, relu.fingerprint, "cpu-1")
+    assert row is not None and row.method == queries.BASELINE_METHOD and row.eager_ms == 0.11
+    assert row.compile_speedup_ci == [0.58, 0.8] and row.timing == {"protocol": "parent-driven", "process_sets": 3}
+    with sessions() as session:
+        assert session.query(BaselineRow).count() == 1
