@@ -285,7 +285,7 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
     their own after the trials."""
     if _failed(session.request(P.Load()), run):
         return
-    loaded = _processes(session)
+    loaded = _processes(session)  # (before the load the jail's own processes are still being made)
     if reference is None:  # compile-only: nothing runs
         _failed(session.request(P.Finish()), run)
         return
