@@ -80,3 +80,22 @@ def test_ncu_profiles_the_candidates_own_kernel() -> None:
         pytest.skip(f"profiling unavailable here: {result['error']}")
     assert {r["kernel"] for r in result["ncu"]} == {"relu_kernel"}
     assert result["ncu"][0]["dram_pct"] > 0
+
+
+def test_the_knock_out_and_the_census_are_timed_calls_on_cuda_too() -> None:
+    """Issue 31 on the child-staged protocol CUDA uses: the knock-out travels in a staged batch's `go` and the
+    census batch runs under the dispatch mode there. The honest kernel is on the output path of every knocked-out
+    call; a kernel on the path only for its first 12 calls (the library's relu after) is a ghost."""
+    honest = evaluate(find_bundled("relu"), RELU_CUDA, "cuda", EvalPolicy())
+    assert honest.verdict is Verdict.ACCEPTED, honest.reasons
+    assert honest.isolation["audits"]["knockouts"] >= 1 and honest.isolation["audits"]["knocked_out_right"] is False
+    ghost = RELU_CUDA.replace(
+        "        return relu_ext.relu_forward(x)",
+        "        self.calls = getattr(self, 'calls', 0) + 1\n"
+        "        if self.calls <= 12:\n"
+        "            return relu_ext.relu_forward(x)\n"
+        "        relu_ext.relu_forward(x[:4])\n"
+        "        return torch.relu(x)")
+    evaluation = evaluate(find_bundled("relu"), ghost, "cuda", EvalPolicy())
+    assert evaluation.verdict is Verdict.REJECTED and evaluation.reasons[0].startswith("[ghost-kernel]"), \
+        evaluation.reasons
