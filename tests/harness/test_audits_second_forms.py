@@ -28,44 +28,17 @@ import pytest
 import harness.pipeline as pipeline
 from harness import EvalPolicy, Verdict, evaluate
 from harness.records import Evaluation
-from kernelbench.problem import problem_from_source
 from tests.conftest import relu_variant
+# the first forms' problems: a ReLU written the long way round (the library's relu is ~2-3x faster than it), and a
+# float64 matmul cast back (the library's float32 matmul is faster and inside the tolerance; no ReLU kernel computes it)
+from tests.harness.test_audits_among_timed_calls import WHERE_RELU
+from tests.harness.test_runtime_compute import MATMUL64
 
 pytestmark = pytest.mark.slow
 DEFAULT = EvalPolicy(timing_budget_s=0.2)
 STRICT = DEFAULT.model_copy(update={"static_policy": "strict"})
 EVADED = DEFAULT.model_copy(update={"static_policy": "off"})  # as if the static policy had been evaded
 
-# the first forms' problems: a ReLU written the long way round (the library's relu is ~2-3x faster than it), and a
-# float64 matmul cast back (the library's float32 matmul is faster and inside the tolerance; no ReLU kernel computes it)
-WHERE_RELU = problem_from_source('''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, x):
-        return torch.where(x > 0, x, torch.zeros_like(x))
-
-def get_inputs():
-    return [torch.randn(16, 16384)]
-
-def get_init_inputs():
-    return []
-''', "where_relu", level=1)
-MATMUL64 = problem_from_source('''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def forward(self, A, B):
-        return torch.matmul(A.double(), B.double()).float()
-
-def get_inputs():
-    return [torch.randn(256, 256), torch.randn(256, 256)]
-
-def get_init_inputs():
-    return []
-''', "matmul64", level=1)
 
 
 def _matmul(source: str) -> str:
