@@ -83,6 +83,7 @@ class Child(Loading, Checking, TimedCalls, Probing):
         if hasattr(self, "threads"):
             self.threads["after_timing"] = thread_state()
             note_replacements(self.identities, self.integrity, "the timed calls")
+        self.integrity.extend(f"disguised: {why}" for why in self.switch.disguised)
         self.result.kernel_calls = dict(self.kernel_calls, wrapped_functions=self.switch.wrapped)
         if self.result.telemetry:
             from harness.feedback.nvml import snapshot

@@ -101,16 +101,20 @@ class TimedCalls:
 
         marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in self.staged]
         self.outputs = []
-        with self._census(bool(command.census)) as found:
-            for index, (inputs, (start, end)) in enumerate(zip(self.staged, marks)):
-                self.flush()
-                start.record()
-                self.outputs.append(self._call(inputs, index == command.poison))
-                end.record()
-            # every stream of the device finishes before the next call starts: work a candidate queues on a side
-            # stream (or a stream per call) cannot overlap later calls, so the parent's clock over the batch holds
-            # all of it and `believed_samples` sees it as wall time outside the events
-            C.DEVICE_SYNC()
+        self.switch.auditing = bool(command.census) or command.poison is not None
+        try:
+            with self._census(bool(command.census)) as found:
+                for index, (inputs, (start, end)) in enumerate(zip(self.staged, marks)):
+                    self.flush()
+                    start.record()
+                    self.outputs.append(self._call(inputs, index == command.poison))
+                    end.record()
+                # every stream of the device finishes before the next call starts: work a candidate queues on a
+                # side stream (or a stream per call) cannot overlap later calls, so the parent's clock over the
+                # batch holds all of it and `believed_samples` sees it as wall time outside the events
+                C.DEVICE_SYNC()
+        finally:
+            self.switch.auditing = False
         self.kernel_calls["timed"] += self.switch.calls - before
         return P.Done(len(self.outputs), event_ms=[start.elapsed_time(end) for start, end in marks],
                       poisoned=self._poisoned(command.poison), census=found if command.census else None)
@@ -136,12 +140,13 @@ class TimedCalls:
         kernel functions (CPU: its calls are synchronous); with `census`, the operators run outside them."""
         self.outputs = []
         self.switch.clocked, before = clock, self.switch.own_s
+        self.switch.auditing = clock or census or poison is not None
         try:
             with self._census(census) as found:
                 for index, inputs in enumerate(batch):
                     self.outputs.append(self._call(inputs, index == poison))
         finally:
-            self.switch.clocked = False
+            self.switch.clocked = self.switch.auditing = False
         return (int((self.switch.own_s - before) * 1e9) if clock and self.job.device != "cuda" else None,
                 found if census else None)
 

@@ -58,6 +58,8 @@ class KernelSwitch:
         self.depth = 0  # inside one of the candidate's own functions (what a compute census attributes to it)
         self.clocked = False  # during a census only: the time spent inside the candidate's own functions
         self.own_s = 0.0
+        self.auditing = False  # an audit batch among the timed calls: its calls are checked for a disguise
+        self.disguised: list[str] = []  # calls whose arguments or a torch-function mode could answer for the kernel
 
     def wrap(self, module: Any) -> Any:
         proxy = types.ModuleType(getattr(module, "__name__", "extension"))
@@ -93,6 +95,9 @@ class KernelSwitch:
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             switch.calls += 1
+            disguise = _disguise(args, kwargs) if switch.auditing else None  # (off the sampled calls: ~0.5 us)
+            if disguise and len(switch.disguised) < 5:
+                switch.disguised.append(f"{getattr(function, '__name__', 'kernel')}: {disguise}")
             switch.depth += 1
             started = time.perf_counter() if switch.clocked and switch.depth == 1 else None
             try:
@@ -101,8 +106,8 @@ class KernelSwitch:
                 switch.depth -= 1
                 if started is not None:
                     switch.own_s += time.perf_counter() - started
-            if switch.poison:
-                _poison(result if result is not None else list(args) + list(kwargs.values()))
+            if switch.poison:  # what it returned, or where it returns no tensor, what it was given to write into
+                _poison(result if _holds_tensor(result) else list(args) + list(kwargs.values()))
             return result
 
         kernel.__name__ = getattr(function, "__name__", "kernel")
@@ -136,20 +141,53 @@ class KernelSwitch:
 
 
 def _poison(value: Any) -> None:
-    """Finite values in [-5, 5] in a pattern no kernel computes (NaN would survive `out + k * 0`, carrying a
-    kernel's output to a library answer it never touched); integers and booleans a constant."""
+    """Finite values of both signs and magnitudes from 0.01 to 5e4 (inside float16's range), in a pattern no kernel
+    computes: NaN would survive `out + k * 0`, carrying a kernel's output to a library answer it never touched, and
+    values of one small range could all fall on one side of a threshold the library applies after an honest kernel
+    (relu(x) > 6 read as "still right"); integers and booleans a pattern too."""
     import torch
 
     if isinstance(value, torch.Tensor):
         with torch.no_grad():
+            index = torch.arange(value.numel(), device=value.device, dtype=torch.int64)
+            pattern = (index * 7919 + 13) % 1009
             if value.is_floating_point() or value.is_complex():
-                pattern = torch.arange(value.numel(), device=value.device, dtype=torch.int64)
-                value.copy_(((pattern * 7919 + 13) % 1009).to(value.dtype).view(value.shape) / 100.0 - 5.0)
+                scale = torch.pow(10.0, (index % 5 - 2).double())
+                poisoned = (pattern.double() - 504.0) * scale / 10.0
             else:
-                value.fill_(7)
+                poisoned = pattern % 2 if value.dtype == torch.bool else pattern % 127
+            value.copy_(poisoned.to(value.dtype).view(value.shape))
     elif isinstance(value, (list, tuple)):
         for item in value:
             _poison(item)
+
+
+def _holds_tensor(value: Any) -> bool:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return True
+    return isinstance(value, (list, tuple)) and any(_holds_tensor(item) for item in value)
+
+
+def _disguise(args: tuple, kwargs: dict[str, Any]) -> str | None:
+    """Why a call into the candidate's own function could be answered by PyTorch instead of its kernel: an argument
+    with its own `__torch_function__` (torch hands the call to it before the operator runs) or a torch-function
+    mode on. Plain tensors and parameters pass."""
+    import torch
+
+    if torch._C._is_torch_function_mode_enabled():
+        return "called under a torch-function mode, which answers for the operator"
+    for value in [*args, *kwargs.values()]:
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            handler = getattr(type(item), "__torch_function__", None)
+            if handler is None:
+                continue
+            plain = getattr(handler, "__func__", handler)
+            if plain not in (torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl):
+                return (f"an argument of type {type(item).__name__} has its own __torch_function__, which answers "
+                        "for the operator")
+    return None
 
 
 class CompiledOnly:

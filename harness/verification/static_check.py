@@ -51,6 +51,11 @@ _FORBIDDEN_ATTRIBUTES = {
     "_DisableFuncTorch": "introspection", "_pop_mode": "introspection", "_pop_torch_dispatch_stack": "introspection",
     "_unset_dispatch_mode": "introspection", "_ExcludeDispatchKeyGuard": "introspection",
     "cell_contents": "introspection", "__self__": "introspection", "__wrapped__": "introspection",
+    # an object or a mode that answers for an operator: a call into the candidate's own kernel runs PyTorch instead
+    "__torch_function__": "operator overriding", "__torch_dispatch__": "operator overriding",
+    "TorchFunctionMode": "operator overriding", "TorchDispatchMode": "operator overriding",
+    "as_subclass": "operator overriding", "_make_wrapper_subclass": "operator overriding",
+    "_make_subclass": "operator overriding",
 }
 # attributes that are only an escape when read off `os` or `sys`
 _OS_SYS_ATTRIBUTES = {"modules": "introspection (sys.modules)", "fork": "processes", "system": "shell",
@@ -247,6 +252,8 @@ class _Checker(ast.NodeVisitor):
                      node, fatal=self.strict)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name in _FORBIDDEN_ATTRIBUTES:  # def __torch_function__(...) in a helper class
+            self.add("forbidden-api", f"defines {node.name}: {_FORBIDDEN_ATTRIBUTES[node.name]}", node)
         if node.name in ("get_inputs", "get_init_inputs"):
             self.add("problem-override", f"defines {node.name}(): inputs always come from the problem, so it "
                      "is ignored", node, fatal=self.strict)

@@ -3,21 +3,22 @@ harness would; written against 19b668a (the knock-out poisons with a finite patt
 clocked on the CPU over an audit batch of its own, the compute census over another, forbidden names refused as
 strings). The second forms are in tests/harness/test_audits_second_forms.py; their problems and helpers are reused.
 
-Not caught (xfail, strict):
+Found at 19b668a and closed since (the same session):
 - library compute carried INTO the kernel's call by PyTorch's `__torch_function__` protocol: an argument that
-  overrides it (a plain object here), or a `TorchFunctionMode` around the call, answers the candidate's own
-  `torch.ops` call with the library's matmul. Everything runs inside the kernel switch's wrapper, so the clocked
-  share reads it as the kernel's, the census attributes it to the kernel (depth 1: no operator counted), and the
-  knock-out poisons the library's answer as the kernel's output (wrong: no ghost). Accepted under STRICT, with the
-  static policy on, at 1.76-1.78x (share 84-90%): the library's whole speed, no kernel work at all.
-- the poison recognised (a ReLU never returns a negative value; the pattern has them) and answered wrong on
-  purpose while the library answers every other call: accepted at 1.49-1.54x by default (share 10-11%), the
-  documented residual (docs/verdicts.md); the share rule bounds it to the library's speed less the kernel time.
-- two FALSE REJECTIONS of honest kernels as `[ghost-kernel]`: (a) a kernel whose output the library then
-  thresholds beyond the poison's range (`relu(x) > 6`: all False on the timed calls' inputs, whatever the kernel
-  returns inside [-5, 5]; accepted at 0.98x with the knock-out off); (b) a kernel that writes its answer into a
-  buffer it is given and returns a count: `_poison` fills only what a function returns (an int: nothing) and
-  poisons the arguments only when it returns None, so the answer is never poisoned (7.7x with the knock-out off).
+  overrides it (a plain object here), or a `TorchFunctionMode` around the call, answered the candidate's own
+  `torch.ops` call with the library's matmul, inside the kernel switch's wrapper (the share read 84-90% as the
+  kernel's, the census counted nothing, the knock-out poisoned the library's answer): accepted under STRICT, with
+  the static policy on, at 1.76-1.78x. Now refused statically (`__torch_function__`, `TorchFunctionMode`, ...) and,
+  with the static policy evaded, seen at run time on every audited call (`[disguised]`).
+- two FALSE REJECTIONS of honest kernels as `[ghost-kernel]`: (a) a kernel whose output the library thresholds
+  beyond the poison's range (`relu(x) > 6`: the poison was inside [-5, 5]; now its magnitudes run from 0.01 to
+  5e4); (b) a kernel that writes its answer into a buffer it is given and returns a count (the poison filled only
+  tensors returned: now the arguments too where nothing returned is a tensor).
+
+Not caught (xfail, strict): the poison recognised (a ReLU never returns a negative value; the pattern has them)
+and answered wrong on purpose while the library answers every other call: accepted at 1.49-1.54x by default
+(share 10-11%), the documented residual (docs/verdicts.md); the share rule bounds it to the library's speed less
+the kernel time (1.78x for the library alone), and strict's census rejects it.
 
 Caught: a kernel called on one element per call beside the library's answer (its call overhead alone is 2.3-2.5%
 of forward's time, three runs: `[runtime-compute]`). Control: an honest kernel whose output the library reduces
@@ -38,7 +39,19 @@ from tests.harness.test_audits_second_forms import MATMUL64, WHERE_RELU, _matmul
 
 pytestmark = pytest.mark.slow
 DEFAULT = EvalPolicy(timing_budget_s=0.2)
+EVADED = DEFAULT.model_copy(update={"static_policy": "off"})  # as if the static policy had been evaded
 STRICT = DEFAULT.model_copy(update={"static_policy": "strict"})
+
+
+def _caught(problem: object, source: str, why: str) -> None:
+    """Refused statically under strict (it names `__torch_function__`/`TorchFunctionMode`, fixed this session),
+    and with the static policy evaded, seen at run time: the kernel switch checks every audited call for an
+    argument or a mode that answers for the operator (`[disguised]`)."""
+    strict = evaluate(problem, source, "cpu", STRICT)
+    assert strict.verdict is Verdict.REJECTED and strict.reasons[0].startswith("[forbidden-api]"), _figures(strict)
+    evaded = evaluate(problem, source, "cpu", EVADED)
+    assert evaded.verdict is Verdict.REJECTED, _figures(evaded)
+    assert evaded.reasons[0].startswith("[disguised]") and why in evaded.reasons[0], _figures(evaded)
 
 
 def _figures(evaluation: Evaluation) -> str:
@@ -97,30 +110,19 @@ MODE = _matmul(relu_variant(
         "        return func(*args, **(kwargs or {}))\n")))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: the library's matmul returned from __torch_function__ of an argument of the kernel's own torch.ops "
-    "call runs inside the kernel switch's wrapper: clocked share 84-88%, no operator in the census, the knock-out "
-    "poisons the library's answer (wrong, no ghost); accepted under strict at 1.78x (3 runs; ref 0.73 ms)"))
 def test_under_strict_library_compute_carried_into_the_kernels_call_by_torch_function_is_caught() -> None:
     """No kernel work at all, the library's whole speed: accepted under strict at 1.78x (three runs), kernel_share
     0.84-0.88, knocked_out_right False, no `[runtime-compute]` reason. What should catch it: the wrapper refusing
     arguments that are not plain tensors (or that override `__torch_function__`), and the static policy refusing
     `__torch_function__` definitions."""
-    evaluation = evaluate(MATMUL64, CARRIER, "cpu", STRICT)
-    assert evaluation.verdict is Verdict.REJECTED and \
-        evaluation.reasons[0].startswith(("[runtime-compute]", "[forbidden-api]")), _figures(evaluation)
+    _caught(MATMUL64, CARRIER, "__torch_function__")
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: a TorchFunctionMode around the kernel's call answers it with the library's matmul: clocked share "
-    "88-90%, no census operator, knock-out wrong; accepted under strict at 1.76-1.78x (ref 0.73 ms, cand 0.42 ms)"))
 def test_under_strict_a_torch_function_mode_answering_the_kernels_call_is_caught() -> None:
     """The second form of the one above, with no argument of a strange type (an argument check in the wrapper would
     not see it; `torch._C._is_torch_function_mode_enabled()` inside the wrapper would, and so would refusing
     `TorchFunctionMode` statically): accepted under strict at 1.76-1.78x, kernel_share 0.88-0.90."""
-    evaluation = evaluate(MATMUL64, MODE, "cpu", STRICT)
-    assert evaluation.verdict is Verdict.REJECTED and \
-        evaluation.reasons[0].startswith(("[runtime-compute]", "[forbidden-api]")), _figures(evaluation)
+    _caught(MATMUL64, MODE, "torch-function mode")
 
 
 # -- the finite poison recognised -----------------------------------------------------------------------------------
@@ -171,10 +173,6 @@ def test_a_kernel_called_on_one_element_beside_the_library_answer_is_credited_no
 
 # -- honest kernels and the finite poison ---------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "FALSE REJECTION: an honest ReLU kernel whose output the library thresholds (`relu(x) > 6`, an outlier mask) "
-    "is [ghost-kernel]: on the timed calls' inputs (randn) the answer is all False, and so is the poison's [-5, 5] "
-    "thresholded; kernel_share 0.29-0.50, knocked_out_right True; accepted at 0.98x with the knock-out off"))
 def test_an_honest_kernel_whose_output_the_library_thresholds_stays_accepted() -> None:
     """The trials' heavy-tailed and large inputs cross the threshold (with the knock-out off,
     `KERNELWRIGHT_TEST_DEFENCES_OFF=knockout`, it is accepted at 0.98x: not degenerate, no other gate objects), but
@@ -252,10 +250,6 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "FALSE REJECTION: an honest kernel that writes its answer into a buffer it is given and returns a count "
-    "(an int) is [ghost-kernel]: _poison fills only the returned value (nothing, for an int) and the arguments only "
-    "when the function returns None; kernel_share 0.37-0.73, knocked_out_right True; 7.7x with the knock-out off"))
 def test_an_honest_kernel_that_writes_into_its_output_argument_and_returns_a_count_stays_accepted() -> None:
     """The whole answer is the kernel's (37-73% of forward's time as clocked; the rest is forward's empty_like and
     the call), and nothing else computes it; accepted at 7.7x with the knock-out off. harness/compilation/

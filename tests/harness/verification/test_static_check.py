@@ -73,6 +73,13 @@ EXPLOITS = {
                                           "return relu_ext.relu_forward(x)"), "forbidden-api"),
     "dispatch-disabled": (relu_variant("with torch._C._DisableTorchDispatch():\n    y = torch.relu(x)\n"
                                        "return relu_ext.relu_forward(y)"), "forbidden-api"),
+    "torch-function-carrier": (relu_variant("return relu_ext.relu_forward(_Carrier(x))", prelude=(
+        "class _Carrier:\n    def __init__(self, t):\n        self.t = t\n\n"
+        "    @classmethod\n    def __torch_function__(cls, func, types, args=(), kwargs=None):\n"
+        "        return torch.relu(args[0].t)")), "forbidden-api"),
+    "torch-function-mode": (relu_variant("with _Answer():\n    return relu_ext.relu_forward(x)", prelude=(
+        "from torch.overrides import TorchFunctionMode\n\nclass _Answer(TorchFunctionMode):\n    pass")),
+        "forbidden-api"),
     "gc-scan": (relu_variant("import gc\nreturn [o for o in gc.get_objects() if torch.is_tensor(o)][0]"),
                 "introspection"),
     "setattr-patch": (relu_variant("return relu_ext.relu_forward(x)",
