@@ -454,9 +454,15 @@ def _time_fresh_set(fresh: _ProcessSet, reference: ReferenceRun, policy: EvalPol
     """One fresh set timed with every check of the first set (probes, full checks, held outputs, aliasing,
     mutation), then finished, what its candidate observed in itself (replaced functions, threads) a failure of the
     timing like any other. A candidate that fails here fails the evaluation."""
+    loaded = _processes(fresh.candidate)  # (loaded already, beside the other fresh sets, by `_load_all`)
     timed = time_both(fresh.candidate, fresh.ref, reference, policy, job, fresh.scratch, None, fresh.copy,
                        planned)
     if timed.failures:
+        return timed
+    ended = _processes(fresh.candidate)
+    if loaded and ended and ended > loaded and policy.hardening:
+        timed.failures.append(Finding("processes", f"a fresh process of the candidate grew from {loaded} to {ended} "
+                                      "processes while timed: a process it started was still running"))
         return timed
     finished = fresh.candidate.request(P.Finish())
     if "failed" in finished:
@@ -466,7 +472,7 @@ def _time_fresh_set(fresh: _ProcessSet, reference: ReferenceRun, policy: EvalPol
         timed.failures.append(Finding("timing", "a fresh process of the candidate, timed as another set, left no "
                                       "result"))
     else:
-        timed.failures += integrity_failures(result, reference, policy)
+        timed.failures += integrity_failures(result, reference, policy, job.device)
     return timed
 
 
