@@ -158,7 +158,11 @@ class TimedCalls:
         from harness.child.census import counting
 
         with counting(lambda: self.switch.depth, False) as found:
-            yield found
+            self.switch.own_modes = 1  # the census's own mode is no disguise
+            try:
+                yield found
+            finally:
+                self.switch.own_modes = 0
 
     def _poisoned(self, poison: int | None) -> bool | None:
         return None if poison is None else self.switch.wrapped > 0

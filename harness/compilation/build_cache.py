@@ -59,6 +59,7 @@ class KernelSwitch:
         self.clocked = False  # during a census only: the time spent inside the candidate's own functions
         self.own_s = 0.0
         self.auditing = False  # an audit batch among the timed calls: its calls are checked for a disguise
+        self.own_modes = 0  # dispatch modes of the harness's own on now (the census's)
         self.disguised: list[str] = []  # calls whose arguments or a torch-function mode could answer for the kernel
 
     def wrap(self, module: Any) -> Any:
@@ -74,7 +75,9 @@ class KernelSwitch:
 
     def wrap_ops(self, namespaces: dict[str, list[str]]) -> None:
         """The operators a light (stable-ABI) build registered, `torch.ops.<ns>.<op>`, replaced in their namespace
-        by counting, poisonable wrappers (a call through `.default` goes around them)."""
+        by counting, poisonable wrappers; their overloads (`.default`) too, each a stand-in that reads as the real
+        overload for everything but a call (torch resolves `ns.op.default` through the namespace under a dispatch
+        mode: it reads the schema and calls it, counted once more)."""
         import torch
 
         for namespace, names in namespaces.items():
@@ -83,8 +86,9 @@ class KernelSwitch:
                 try:
                     packet = getattr(holder, name)
                     wrapper = self._wrap(packet)
-                    for overload in packet.overloads():  # torch resolves `ns.op.default` through the namespace
-                        setattr(wrapper, overload, getattr(packet, overload))  # (a dispatch mode does)
+                    for overload in packet.overloads():  # an honest `.default` call is the kernel's too
+                        real = getattr(packet, overload)
+                        setattr(wrapper, overload, _Overload(real, self._wrap(real)))
                     setattr(holder, name, wrapper)
                 except (AttributeError, RuntimeError):  # declared in a comment, or never registered
                     continue
@@ -95,10 +99,11 @@ class KernelSwitch:
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
             switch.calls += 1
-            disguise = _disguise(args, kwargs) if switch.auditing else None  # (off the sampled calls: ~0.5 us)
+            disguise = _disguise(args, kwargs, switch.own_modes) if switch.auditing else None  # (~0.5 us)
             if disguise and len(switch.disguised) < 5:
                 switch.disguised.append(f"{getattr(function, '__name__', 'kernel')}: {disguise}")
             switch.depth += 1
+            given = _copies(args, kwargs) if switch.poison else []  # (the knock-out's call only)
             started = time.perf_counter() if switch.clocked and switch.depth == 1 else None
             try:
                 result = function(*args, **kwargs)
@@ -106,8 +111,8 @@ class KernelSwitch:
                 switch.depth -= 1
                 if started is not None:
                     switch.own_s += time.perf_counter() - started
-            if switch.poison:  # what it returned, or where it returns no tensor, what it was given to write into
-                _poison(result if _holds_tensor(result) else list(args) + list(kwargs.values()))
+            if switch.poison:  # what it returned, or where it returns no tensor, the tensors it wrote into (never
+                _poison(result if _holds_tensor(result) else _written(given))  # a parameter it only read)
             return result
 
         kernel.__name__ = getattr(function, "__name__", "kernel")
@@ -162,6 +167,35 @@ def _poison(value: Any) -> None:
             _poison(item)
 
 
+class _Overload:
+    """An operator overload's stand-in: a call goes through the switch, anything else reads the real overload."""
+
+    def __init__(self, real: Any, wrapped: Callable[..., Any]) -> None:
+        self._real, self._wrapped = real, wrapped
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wrapped(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _copies(args: tuple, kwargs: dict[str, Any]) -> list[tuple[Any, Any]]:
+    """Each tensor argument with a copy of it, taken before the knock-out's call."""
+    import torch
+
+    values = [*args, *kwargs.values()]
+    tensors = [t for v in values for t in (v if isinstance(v, (list, tuple)) else (v,)) if isinstance(t, torch.Tensor)]
+    return [(t, t.detach().clone()) for t in tensors]
+
+
+def _written(given: list[tuple[Any, Any]]) -> list[Any]:
+    """The arguments the call changed (an `out` buffer), not the ones it read (inputs, the model's weights)."""
+    import torch
+
+    return [t for t, before in given if not torch.equal(t.detach(), before)]
+
+
 def _holds_tensor(value: Any) -> bool:
     import torch
 
@@ -170,21 +204,25 @@ def _holds_tensor(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(_holds_tensor(item) for item in value)
 
 
-def _disguise(args: tuple, kwargs: dict[str, Any]) -> str | None:
-    """Why a call into the candidate's own function could be answered by PyTorch instead of its kernel: an argument
-    with its own `__torch_function__` (torch hands the call to it before the operator runs) or a torch-function
-    mode on. Plain tensors and parameters pass."""
+def _disguise(args: tuple, kwargs: dict[str, Any], own_modes: int = 0) -> str | None:
+    """Why a call into the candidate's own function could be answered by PyTorch instead of its kernel: a
+    torch-function mode or a dispatch mode of the candidate's on, an argument with its own `__torch_function__`
+    (torch hands the call to it before the operator runs), or a tensor subclass (its `__torch_dispatch__` can).
+    Plain tensors and parameters pass."""
     import torch
 
     if torch._C._is_torch_function_mode_enabled():
         return "called under a torch-function mode, which answers for the operator"
+    if torch._C._len_torch_dispatch_stack() > own_modes:
+        return "called under a dispatch mode, which answers for the operator"
     for value in [*args, *kwargs.values()]:
         for item in value if isinstance(value, (list, tuple)) else (value,):
-            handler = getattr(type(item), "__torch_function__", None)
-            if handler is None:
+            if isinstance(item, torch.Tensor):
+                if type(item) not in (torch.Tensor, torch.nn.Parameter):
+                    return f"an argument of tensor subclass {type(item).__name__}, which can answer for the operator"
                 continue
-            plain = getattr(handler, "__func__", handler)
-            if plain not in (torch.Tensor.__torch_function__.__func__, torch._C._disabled_torch_function_impl):
+            handler = getattr(type(item), "__torch_function__", None)
+            if handler is not None:
                 return (f"an argument of type {type(item).__name__} has its own __torch_function__, which answers "
                         "for the operator")
     return None

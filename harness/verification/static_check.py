@@ -56,6 +56,10 @@ _FORBIDDEN_ATTRIBUTES = {
     "TorchFunctionMode": "operator overriding", "TorchDispatchMode": "operator overriding",
     "as_subclass": "operator overriding", "_make_wrapper_subclass": "operator overriding",
     "_make_subclass": "operator overriding",
+    # registering a Python implementation for the candidate's own operator: PyTorch answers the kernel's call
+    "library": "operator registration", "Library": "operator registration", "custom_op": "operator registration",
+    "register_kernel": "operator registration", "register_fake": "operator registration",
+    "impl_abstract": "operator registration", "register_torch_dispatch": "operator registration",
 }
 # attributes that are only an escape when read off `os` or `sys`
 _OS_SYS_ATTRIBUTES = {"modules": "introspection (sys.modules)", "fork": "processes", "system": "shell",

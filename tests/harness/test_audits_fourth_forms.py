@@ -3,23 +3,21 @@ way KernelBench solutions are (a false rejection is the worst finding), and the 
 (`[disguised]`, the knock-out's poison of arguments) bypassed. The earlier forms are in
 tests/harness/test_audits_second_forms.py and test_audits_third_forms.py; their problems and helpers are reused.
 
-FALSE REJECTIONS (xfail, strict):
-- an honest light kernel called through `torch.ops.kw_relu_cpu.relu_forward.default(x)`: rejected `[ghost-kernel]`
-  twice over (never called: kernel_share 0.0; knocked_out_right True): KernelSwitch.wrap_ops sets the wrapper's
-  `.default` to the raw OpOverload, so the call is not counted, clocked or poisoned.
-- an honest fused bias-add + ReLU written into `out`, given the module's nn.Parameter bias, returning a count:
-  INCORRECT `[timed-check]` (190860 of 262144 elements wrong, max abs error 5.04e+03, the poison's magnitude;
-  knockouts 0): the knock-out poisons every tensor argument where nothing returned is a tensor (build_cache.py
-  KernelSwitch._wrap, `_poison(... list(args) + list(kwargs.values()))`), the bias included, and the bias stays
-  poisoned for every later call of the process: the knock-out batch's other calls fail the timed checks.
-
-NOT CAUGHT (xfail, strict): library compute inside the kernel's own call, two ways the `[disguised]` check
-(build_cache.py `_disguise`, torch-function modes and `__torch_function__` only) does not see:
-- `torch.library.Library('kw_relu_cpu', 'IMPL').impl('relu_forward', <matmul>, 'CPU')`: the candidate's operator
-  re-implemented in Python; no name the static policy refuses: accepted under STRICT at 1.82x, kernel_share 0.68,
-  knocked_out_right False.
-- a TorchDispatchMode around the call (refused statically; static policy evaded): accepted at 1.70x, kernel_share
-  0.85.
+Found at 77aeb8a and closed since (the same session):
+- FALSE REJECTION: an honest light kernel called through `torch.ops.kw_relu_cpu.relu_forward.default(x)` was
+  `[ghost-kernel]` twice over (never called: kernel_share 0.0; knocked_out_right True): the switch's wrapper left
+  `.default` the raw OpOverload. Each overload is a stand-in through the switch now (build_cache.py `_Overload`).
+- FALSE REJECTION: an honest fused bias-add + ReLU written into `out`, given the module's nn.Parameter bias,
+  returning a count, was INCORRECT `[timed-check]` (190860 of 262144 elements wrong, the poison's magnitude): the
+  knock-out poisoned every tensor argument, the bias included, for good. It poisons only the arguments the call
+  changed now (copied before the knock-out's call, compared after).
+- NOT CAUGHT: `torch.library.Library('kw_relu_cpu', 'IMPL').impl('relu_forward', <matmul>, 'CPU')`, the
+  candidate's operator re-implemented in Python, was accepted under STRICT at 1.82x: `torch.library` and its
+  registration calls are refused statically now (no run-time check yet that the operator still dispatches to the
+  build's kernel).
+- NOT CAUGHT: a TorchDispatchMode answering the kernel's call (refused statically; static policy evaded) was
+  accepted at 1.70x: `[disguised]` now also asks whether a dispatch mode other than the census's is on; with the
+  overload stand-ins the mode no longer gets to answer and the candidate reads INCORRECT first.
 
 Stay accepted: two kernel calls per forward returning a tuple, one through reshape/view, one reduced by sum
 (0.85x, share 0.66); the bundled ReLU at cpu_threads=2 and under strict.
@@ -49,9 +47,6 @@ def _accepted(evaluation: object) -> None:
 
 # -- honest kernels -------------------------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "FALSE REJECTION: an honest kernel called through .default is [ghost-kernel] (never called, kernel_share 0.0, "
-    "knocked_out_right True): the switch's wrapper leaves .default unwrapped"))
 def test_an_honest_kernel_called_through_its_default_overload_stays_accepted() -> None:
     """`torch.ops.ns.op.default(x)` is how torch's own docs call a custom operator's overload; the kernel switch
     (harness/compilation/build_cache.py KernelSwitch.wrap_ops) sets `.default` on its wrapper to the raw
@@ -145,9 +140,6 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "FALSE REJECTION: the knock-out poisons the module's nn.Parameter bias passed to a kernel returning a count; "
-    "it stays poisoned: INCORRECT [timed-check], 190860/262144 elements wrong, max abs error 5.04e+03"))
 def test_an_honest_fused_kernel_given_the_modules_bias_and_writing_into_out_stays_accepted() -> None:
     """The knock-out poisons every tensor argument where nothing returned is a tensor (build_cache.py
     `_poison(result if _holds_tensor(result) else list(args) + ...)`): the module's own bias among them, for
@@ -177,15 +169,14 @@ LIBRARY_IMPL = _matmul(relu_variant(
         "_lib.impl('relu_forward', lambda a: torch.matmul(a, _state['B']), 'CPU')\n")))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: the candidate's operator re-implemented by torch.library as PyTorch's matmul: accepted under "
-    "STRICT at 1.82x, kernel_share 0.68, knocked_out_right False"))
 def test_under_strict_the_kernels_operator_reimplemented_by_torch_library_is_caught() -> None:
     """What should catch it: refusing `torch.library` statically, and at run time checking that the candidate's
     operators still dispatch to the kernels the build registered (e.g. `torch._C._dispatch_dump` or comparing the
     CPU kernel's registration after load), or that no Python kernel is registered in their namespaces."""
     evaluation = evaluate(MATMUL64, LIBRARY_IMPL, "cpu", STRICT)
     assert evaluation.verdict is Verdict.REJECTED, _figures(evaluation)
+    assert evaluation.reasons[0].startswith("[forbidden-api]") and "operator registration" in evaluation.reasons[0], \
+        _figures(evaluation)
 
 
 # The same through a TorchDispatchMode entered around the call (refused statically: here as if evaded): the runtime
@@ -205,13 +196,10 @@ DISPATCH_MODE = _matmul(relu_variant(
         "        return func(*args, **(kwargs or {}))\n")))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT: a TorchDispatchMode answering the kernel's call (static policy evaded): accepted at 1.70x, "
-    "kernel_share 0.85; _disguise looks at torch-function modes only"))
 def test_with_the_static_policy_evaded_a_dispatch_mode_answering_the_kernels_call_is_caught() -> None:
     """What should catch it: `_disguise` also asking whether a dispatch mode is on (outside the census's own, e.g.
     comparing `torch._C._len_torch_dispatch_stack()` with the harness's depth) and whether an argument's type has
     its own `__torch_dispatch__` (a wrapper subclass with `_disabled_torch_function_impl` passes today)."""
     evaluation = evaluate(MATMUL64, DISPATCH_MODE, "cpu", EVADED)
-    assert evaluation.verdict is Verdict.REJECTED, _figures(evaluation)
-    assert evaluation.reasons[0].startswith("[disguised]"), _figures(evaluation)
+    assert evaluation.verdict is not Verdict.ACCEPTED, _figures(evaluation)
+    assert evaluation.reasons[0].startswith(("[disguised]", "[correctness]")), _figures(evaluation)

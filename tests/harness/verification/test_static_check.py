@@ -80,6 +80,9 @@ EXPLOITS = {
     "torch-function-mode": (relu_variant("with _Answer():\n    return relu_ext.relu_forward(x)", prelude=(
         "from torch.overrides import TorchFunctionMode\n\nclass _Answer(TorchFunctionMode):\n    pass")),
         "forbidden-api"),
+    "python-impl-of-own-op": (relu_variant("return relu_ext.relu_forward(x)", prelude=(
+        "_lib = torch.library.Library('kw_relu_cpu', 'IMPL')\n"
+        "_lib.impl('relu_forward', lambda t: t.clamp(min=0), 'CPU')")), "forbidden-api"),
     "gc-scan": (relu_variant("import gc\nreturn [o for o in gc.get_objects() if torch.is_tensor(o)][0]"),
                 "introspection"),
     "setattr-patch": (relu_variant("return relu_ext.relu_forward(x)",
