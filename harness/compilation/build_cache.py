@@ -77,7 +77,7 @@ class KernelSwitch:
         """The operators a light (stable-ABI) build registered, `torch.ops.<ns>.<op>`, replaced in their namespace
         by counting, poisonable wrappers; their overloads (`.default`) too, each a stand-in that reads as the real
         overload for everything but a call (torch resolves `ns.op.default` through the namespace under a dispatch
-        mode: it reads the schema and calls it, counted once more)."""
+        mode: it reads the schema and calls it inside the outer call, which counts it once)."""
         import torch
 
         for namespace, names in namespaces.items():
@@ -98,8 +98,9 @@ class KernelSwitch:
         switch = self
 
         def kernel(*args: Any, **kwargs: Any) -> Any:
-            switch.calls += 1
-            disguise = _disguise(args, kwargs, switch.own_modes) if switch.auditing else None  # (~0.5 us)
+            outer = switch.depth == 0  # (a dispatch mode resolves `.default` again inside the call: one call)
+            switch.calls += outer
+            disguise = _disguise(args, kwargs, switch.own_modes) if switch.auditing and outer else None  # (~0.5 us)
             if disguise and len(switch.disguised) < 5:
                 switch.disguised.append(f"{getattr(function, '__name__', 'kernel')}: {disguise}")
             switch.depth += 1
