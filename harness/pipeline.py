@@ -131,8 +131,7 @@ def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: Ev
     if facts.contract is not None:
         evaluation.numerics = facts.contract.model_dump()
     evaluation.deterministic = facts.deterministic
-    share = facts.timed.own_share if facts.timed is not None and facts.timed.own_share is not None else \
-        (facts.census or {}).get("share")
+    share = facts.kernel_share
     if facts.census and facts.census["ops"]:
         evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": share,
                                                    "calls": facts.census.get("calls", 1)}

@@ -70,5 +70,13 @@ class Facts:
         return read_timing(self.timed) if self.timed is not None and not self.timed.failures else None
 
     @property
+    def kernel_share(self) -> float | None:
+        """The candidate's kernels' share of forward's time: clocked over an audit batch among the timed calls
+        (CPU), else the census call's own reading (nothing timed), else None (CUDA)."""
+        if self.timed is not None and self.timed.own_share is not None:
+            return self.timed.own_share
+        return (self.census or {}).get("share")
+
+    @property
     def result(self) -> ChildResult | None:
         return self.child.result if self.child else None

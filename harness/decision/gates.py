@@ -167,9 +167,9 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     it; default says it, with the kernels' share of forward's time (on the CPU: clocked inside them over an audit
     batch among the timed calls, harness/measurement/timed_calls.py), and credits no speedup to kernels that do a
     negligible share of it: that speedup is PyTorch's."""
-    census, timed = facts.census, facts.timed
+    census = facts.census
     ops = census["ops"] if census else {}
-    share = timed.own_share if timed is not None and timed.own_share is not None else (census or {}).get("share")
+    share = facts.kernel_share
     negligible = share is not None and share < NEGLIGIBLE_SHARE
     if not ops and not negligible:
         return []
