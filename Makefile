@@ -15,9 +15,13 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # TORCH_SPEC=skip: the interpreter's own packages (torch included) are used as they are, with no download when
-# they already satisfy the project (a GPU machine without internet)
+# they already satisfy the project (a GPU machine without internet). A .pth file adds the interpreter's
+# site-packages: where PYTHON is itself a venv (the GPU image's /opt/torch/.venv), --system-site-packages alone
+# reaches the base Python's packages, not that venv's torch (measured on an H100, 2026-11-27)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(if $(filter skip,$(TORCH_SPEC)),--system-site-packages,) $(VENV)
+	$(if $(filter skip,$(TORCH_SPEC)),$(PYTHON) -c "import site; print(chr(10).join(site.getsitepackages()))" \
+		> "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_interpreter_site.pth",)
 	$(if $(filter skip,$(TORCH_SPEC)),,$(BIN)/python -m pip install -q --upgrade pip)
 	$(if $(filter skip,$(TORCH_SPEC)),,$(BIN)/python -m pip install -q $(TORCH_SPEC))
 	$(BIN)/python -m pip install -q $(if $(filter skip,$(TORCH_SPEC)),--no-build-isolation,) -e '.[$(EXTRAS)]'
