@@ -201,10 +201,12 @@ def shrink_problem(problem: Problem, budget: Budget = Budget()) -> ShrinkResult:
     """The problem rescaled to fit `budget` (unchanged if it already fits); ProblemError if it cannot be."""
     before = measure(problem.source)
     values = {c.name: c.value for c in size_constants(problem.source)}
-    scalable = {c.name for c in size_constants(problem.source) if _scalable(c)}
+    # a list in source order, never a set: ties between equal sizes are broken by position in the file, so the
+    # shrunk sizes (and the fingerprint) do not depend on the process's hash seed
+    scalable = [c.name for c in size_constants(problem.source) if _scalable(c)]
     current, source = before, problem.source
     while not current.fits(budget):
-        candidates = sorted((n for n in scalable if values[n] > 1), key=lambda n: -values[n])
+        candidates = sorted((n for n in scalable if values[n] > 1), key=lambda n: -values[n])  # stable sort
         if not candidates:
             raise ProblemError(_cannot_shrink(problem, current, budget, values))
         name = candidates[0]
@@ -219,10 +221,10 @@ def shrink_problem(problem: Problem, budget: Budget = Budget()) -> ShrinkResult:
             except ProblemError:
                 continue
             values, source = proposal, trial_source
-            scalable -= {n for n in group if values[n] < _MIN_SCALABLE}
+            scalable = [n for n in scalable if not (n in group and values[n] < _MIN_SCALABLE)]
             break
         else:
-            scalable.discard(name)  # this constant must keep its value for the problem to stay valid
+            scalable.remove(name)  # this constant must keep its value for the problem to stay valid
     original = {c.name: c.value for c in size_constants(problem.source)}
     changes = {n: (original[n], values[n]) for n in values if values[n] != original[n]}
     shrunk = Problem(name=problem.name, source=marked(source, changes), level=problem.level,

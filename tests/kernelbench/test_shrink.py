@@ -108,3 +108,59 @@ def test_sizes_tied_by_broadcasting_shrink_together() -> None:
     result = shrink_problem(problem_from_source(source, "Tied"), Budget(max_bytes=16 * 2**20))
     assert result.changes["batch_size"][1] == result.changes["shape[0]"][1] < 32768
     run_reference(result.problem, "cpu", init_seed=0, trial_seeds=[1])
+
+
+# KernelBench's 12_Gemm_Multiply_LeakyReLU at level-2 sizes: in_features == out_features, a tie the shrinker
+# must break the same way in every process (it shrank three ways under PYTHONHASHSEED=1..6 when ties followed
+# set order)
+TIED_GEMM = """
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self, in_features, out_features, multiplier):
+        super().__init__()
+        self.gemm = nn.Linear(in_features, out_features)
+        self.multiplier = multiplier
+
+    def forward(self, x):
+        return torch.nn.functional.leaky_relu(self.gemm(x) * self.multiplier, 0.1)
+
+batch_size = 1024
+in_features = 8192
+out_features = 8192
+multiplier = 2.0
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+def get_init_inputs():
+    return [in_features, out_features, multiplier]
+"""
+
+_SHRINK_IN_CHILD = """
+import json, sys
+from kernelbench.problem import problem_from_source
+from kernelbench.shrink import shrink_problem
+result = shrink_problem(problem_from_source(sys.stdin.read(), "12_Gemm", level=2, problem_id=12))
+print(json.dumps([result.changes, result.problem.fingerprint]))
+"""
+
+
+def test_shrinking_does_not_depend_on_the_hash_seed() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    outcomes = set()
+    for seed in ("1", "2", "3"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, PYTHONPATH=root)
+        done = subprocess.run([sys.executable, "-c", _SHRINK_IN_CHILD], input=TIED_GEMM, env=env, cwd=root,
+                              capture_output=True, text=True, timeout=300, check=True)
+        outcomes.add(done.stdout.strip())
+    assert len(outcomes) == 1, outcomes
+    changes, _ = json.loads(outcomes.pop())
+    assert changes["in_features"][1] == changes["out_features"][1]  # source order, then the twin: symmetric
