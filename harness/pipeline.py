@@ -56,7 +56,7 @@ def candidate_hash(source: str) -> str:
 
 
 def _new_evaluation(problem: Problem, source: str, device: str, policy: EvalPolicy) -> Evaluation:
-    return Evaluation(verdict=Verdict.REJECTED, problem_name=problem.name, problem_fingerprint=problem.fingerprint,
+    return Evaluation(verdict=Verdict.REJECTED, tier=policy.tier, problem_name=problem.name, problem_fingerprint=problem.fingerprint,
                       candidate_hash=candidate_hash(source), device=device, policy=policy.model_dump())
 
 
@@ -79,7 +79,7 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
     if static.verdict is None:
         _run_isolated(evaluation, facts, problem, candidate_source, policy, say)
     _conclude(evaluation, facts, problem, policy)
-    if evaluation.accepted and _implausible(evaluation, policy):
+    if evaluation.accepted and policy.tier == "full" and _implausible(evaluation, policy):
         evaluation = _remeasure(evaluation, facts, problem, candidate_source, policy, say)
         if evaluation.accepted and _beats_physics(evaluation):
             evaluation.findings.append(Finding(

@@ -11,8 +11,16 @@ from pydantic import BaseModel, Field, field_validator
 STATIC_OFF_SWITCH = "KERNELWRIGHT_TEST_STATIC_OFF"
 
 
+Tier = Literal["full", "screening"]
+
+
 class EvalPolicy(BaseModel):
     """How hard to check and how long to measure."""
+
+    tier: Tier = Field("full", description="full: the whole protocol, for anything reported, stored as a result, "
+                       "rewarded, exported or gated; screening: build, correctness on the trials and a short timing "
+                       "in one process pair, for ranking variants and population members only (see screening()): "
+                       "its numbers never reach the store's results, a report, a reward or the gate.")
 
     trials: int = Field(5, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
                         "trial k draws from distribution k mod 5 (default, uniform, heavy-tailed, spiky, large).")
@@ -83,3 +91,12 @@ class EvalPolicy(BaseModel):
     oracle_multiple: float = Field(100.0, gt=1, description="Name a candidate whose error against a float64 run of the "
                                    "reference is over this many times the reference's own (an `[oracle]` note; "
                                    "today's tolerance still decides the verdict).")
+
+    def screening(self) -> "EvalPolicy":
+        """This policy's screening tier: the same correctness trials and tolerances, one process pair timed
+        briefly, no noise floor, no audits among the timed calls (knock-out, probes), no envelope, no re-measure.
+        Cheap enough to rank a tuning sweep; a winner goes through the full protocol before anything reports it."""
+        return self.model_copy(update={
+            "tier": "screening", "process_pairs": 1, "noise_floor": False, "knockout": False, "timed_checks": 0,
+            "timed_full_checks": 0, "envelope": False, "timing_budget_s": min(self.timing_budget_s, 0.3),
+            "min_timed_calls": min(self.min_timed_calls, 5), "timing_precision": 0.05})

@@ -103,6 +103,7 @@ class Evaluation(BaseModel):
     """The record of judging one candidate. Every field is decided in the parent process."""
 
     verdict: Verdict
+    tier: str = "full"  # the policy tier that produced it: "screening" ranks variants only, never stored as a result
     reasons: list[str] = Field(default_factory=list)  # rendered from `findings` at the harness's edge
     findings: list[Finding] = Field(default_factory=list)  # typed: what decided the verdict, and every note
     problem_name: str
@@ -130,6 +131,11 @@ class Evaluation(BaseModel):
     @property
     def accepted(self) -> bool:
         return self.verdict is Verdict.ACCEPTED
+
+    @property
+    def screened(self) -> bool:
+        """Produced by the screening tier: a ranking among variants, not a result anyone may read as one."""
+        return self.tier != "full"
 
     @property
     def ref_ms(self) -> float | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 FLOOR = 0.1
 CEILING = 5.0
+FULL = "full"  # EvalPolicy.tier of the whole protocol: the only tier whose numbers are results
 ACCEPTED = "accepted"  # Verdict.ACCEPTED.value (harness/records.py): rewards imports nothing of ours
 
 
@@ -24,7 +25,12 @@ def reward(verdict: str, speedup: float | None) -> float:
 
 
 def reward_of(record: Any) -> float:
-    """The reward of a stored evaluation record (a dict from the store or a harness Evaluation)."""
+    """The reward of a stored evaluation record (a dict from the store or a harness Evaluation). A screening-tier
+    record (a ranking among tuning variants, never a result) earns nothing."""
     if isinstance(record, dict):
+        if record.get("tier", FULL) != FULL:
+            return 0.0
         return reward(str(record.get("verdict")), record.get("speedup"))
+    if getattr(record, "tier", FULL) != FULL:
+        return 0.0
     return reward(getattr(record.verdict, "value", record.verdict), record.speedup)

@@ -2,7 +2,7 @@
 
 from store.db import default_url, open_store, store_location
 from store.models import BaselineRow, CandidateRow, EvaluationRow, LLMCallRow, ProblemRow, RunRow, SweepItemRow
-from store.results import record_evaluation
+from store.results import ScreenedEvaluation, record_evaluation
 
 __all__ = ["BaselineRow", "CandidateRow", "EvaluationRow", "LLMCallRow", "ProblemRow", "RunRow", "SweepItemRow", "default_url", "open_store", "store_location",
-           "record_evaluation"]
+           "record_evaluation", "ScreenedEvaluation"]

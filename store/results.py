@@ -56,7 +56,15 @@ def upsert_candidate(session: Session, problem_row: ProblemRow, source: str, sou
     return row
 
 
+class ScreenedEvaluation(ValueError):
+    """A screening-tier evaluation offered as a result: screening ranks variants, only the full protocol's
+    evaluations are stored as results (so no table, report, reward, export or gate ever reads a screened number)."""
+
+
 def evaluation_row(candidate: CandidateRow, evaluation: Evaluation) -> EvaluationRow:
+    if evaluation.screened:
+        raise ScreenedEvaluation(f"candidate {evaluation.candidate_hash[:12]}: a {evaluation.tier}-tier evaluation "
+                                 "is no result; evaluate it with the full protocol before recording it")
     low, high = evaluation.speedup_ci or (None, None)
     return EvaluationRow(
         candidate_id=candidate.id, device=evaluation.device, device_info=evaluation.device_info,
