@@ -25,6 +25,7 @@ from harness.child.verdicts import integrity_failures, log_tail, read_events
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import CORRECTNESS, child_ended, decide, timing_samples
 from harness.decision.timing_reading import timing_record
+from harness.decision.version import checks_version
 from harness.defences import is_off
 from harness.device import resolve_device
 from harness.feedback.nvml import telemetry_flags
@@ -56,8 +57,9 @@ def candidate_hash(source: str) -> str:
 
 
 def _new_evaluation(problem: Problem, source: str, device: str, policy: EvalPolicy) -> Evaluation:
-    return Evaluation(verdict=Verdict.REJECTED, tier=policy.tier, problem_name=problem.name, problem_fingerprint=problem.fingerprint,
-                      candidate_hash=candidate_hash(source), device=device, policy=policy.model_dump())
+    return Evaluation(verdict=Verdict.REJECTED, tier=policy.tier, problem_name=problem.name,
+                      problem_fingerprint=problem.fingerprint, candidate_hash=candidate_hash(source), device=device,
+                      policy=policy.model_dump(), checks_version=checks_version(policy))
 
 
 def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", policy: EvalPolicy | None = None,

@@ -111,6 +111,8 @@ class Evaluation(BaseModel):
     candidate_hash: str
     device: Device
     device_info: dict[str, Any] = Field(default_factory=dict)
+    # the checks' version that judged it (harness/decision/version.py); None: recorded before versions
+    checks_version: str | None = None
     speedup: float | None = None
     speedup_ci: tuple[float, float] | None = None  # 95%, widened by the A/A spread where the noise floor ran
     speedup_significant: bool | None = None  # speedup_ci excludes 1.0: the candidate differs beyond the noise

@@ -240,16 +240,20 @@ def rerun_command(
 @command(app, "export")
 def export_command(
     output: Annotated[Path, typer.Argument(metavar="OUTPUT", help="The JSONL file to write.")],
-    format: Annotated[str, typer.Option("--format", help="sft, rl or preference.")] = "rl",
+    format: Annotated[str, typer.Option("--format", help="sft, rl, preference or pairs.")] = "rl",
     run: Annotated[Optional[list[str]], typer.Option("--run", help="Only these runs (repeatable).")] = None,
     min_speedup: Annotated[float, typer.Option(help="Accepted kernels below this speedup are left out.")] = 0.0,
+    reward: Annotated[str, typer.Option("--reward", help="The rl reward's definition: interval (what the "
+                                        "speedup's interval guarantees) or point (the point estimate, as "
+                                        "before).")] = "interval",
     db: Db = None,
 ) -> None:
-    """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs."""
-    from kernelwright.export_service import export_dataset
+    """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs,
+    slow-fast pairs; a dataset card beside it (OUTPUT.card.json)."""
+    from kernelwright.export_service import card_path, export_dataset
 
-    count = export_dataset(format, output, db, run, min_speedup)
-    note(f"wrote {count} {format} records to {output}")
+    count = export_dataset(format, output, db, run, min_speedup, reward)
+    note(f"wrote {count} {format} records to {output} (card: {card_path(output)})")
 
 
 @command(app, "export-op")

@@ -9,6 +9,9 @@ from sqlalchemy import JSON, Float, ForeignKey, Index, Integer, String, Text, Un
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
+UNVERSIONED = "unversioned"  # harness/decision/version.py UNVERSIONED: the store reads plain records
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -91,6 +94,13 @@ class EvaluationRow(Base):
     candidate_samples_ms: Mapped[list[float]] = mapped_column(JSON, default=list)
     record: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)  # the whole harness.Evaluation
     created_at: Mapped[datetime] = mapped_column(default=_now)
+    # the judge (revision 0003): the checks' version (harness/decision/version.py; "unversioned" before it), the
+    # protocol path the timing took (parent-driven, child-staged; None when nothing was timed)
+    checks_version: Mapped[str] = mapped_column(String(40), default=UNVERSIONED, server_default=UNVERSIONED,
+                                                index=True)
+    protocol: Mapped[str | None] = mapped_column(String(40), nullable=True)
+    # the evaluation this one re-judged (`kernelwright rescore`): the old one stays, this one supersedes it
+    rescore_of: Mapped[int | None] = mapped_column(ForeignKey("evaluations.id"), nullable=True)
 
     candidate: Mapped[CandidateRow] = relationship(back_populates="evaluations")
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from harness.records import Evaluation, Verdict
 from kernelbench.problem import Problem
-from store.models import CandidateRow, EvaluationRow, ProblemRow
+from store.models import UNVERSIONED, CandidateRow, EvaluationRow, ProblemRow
 
 
 def upsert_problem(session: Session, problem: Problem, suite: str = "local") -> ProblemRow:
@@ -61,12 +61,15 @@ class ScreenedEvaluation(ValueError):
     evaluations are stored as results (so no table, report, reward, export or gate ever reads a screened number)."""
 
 
-def evaluation_row(candidate: CandidateRow, evaluation: Evaluation) -> EvaluationRow:
+def evaluation_row(candidate: CandidateRow, evaluation: Evaluation, rescore_of: int | None = None) -> EvaluationRow:
     if evaluation.screened:
         raise ScreenedEvaluation(f"candidate {evaluation.candidate_hash[:12]}: a {evaluation.tier}-tier evaluation "
                                  "is no result; evaluate it with the full protocol before recording it")
     low, high = evaluation.speedup_ci or (None, None)
+    protocol = evaluation.isolation.get("protocol")
     return EvaluationRow(
+        checks_version=evaluation.checks_version or UNVERSIONED,
+        protocol=protocol if isinstance(protocol, str) else None, rescore_of=rescore_of,
         candidate_id=candidate.id, device=evaluation.device, device_info=evaluation.device_info,
         verdict=evaluation.verdict.value, reasons=evaluation.reasons, speedup=evaluation.speedup,
         speedup_low=low, speedup_high=high, ref_ms=evaluation.ref_ms, candidate_ms=evaluation.candidate_ms,
@@ -88,13 +91,15 @@ def record_evaluation(sessions: sessionmaker[Session], problem: Problem, source:
         return row.id
 
 
-def add_evaluation(sessions: sessionmaker[Session], candidate_id: int, evaluation: Evaluation) -> int:
-    """Another evaluation of a stored candidate (a re-verification); returns its id."""
+def add_evaluation(sessions: sessionmaker[Session], candidate_id: int, evaluation: Evaluation,
+                   rescore_of: int | None = None) -> int:
+    """Another evaluation of a stored candidate (a re-verification; `rescore_of`: the evaluation it re-judges);
+    returns its id."""
     with sessions.begin() as session:
         candidate = session.get(CandidateRow, candidate_id)
         if candidate is None:
             raise KeyError(f"no candidate {candidate_id}")
-        row = evaluation_row(candidate, evaluation)
+        row = evaluation_row(candidate, evaluation, rescore_of)
         session.add(row)
         session.flush()
         return row.id

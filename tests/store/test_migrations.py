@@ -147,3 +147,20 @@ def test_the_cli_reports_a_newer_store_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["runs", "list", "--db", url])
     assert result.exit_code == 2
     assert "upgrade kernelwright" in result.output and "Traceback" not in result.output
+
+
+def test_an_upgraded_store_marks_its_old_evaluations_unversioned(tmp_path: Path) -> None:
+    """Revision 0003: every row judged before the checks had a version says so; new rows carry theirs."""
+    path, url = _copy(tmp_path)
+    sessions = open_store(url, create=False)
+    with sqlite3.connect(path) as db:
+        old = db.execute("SELECT checks_version, protocol, rescore_of, verdict FROM evaluations").fetchall()
+    assert [row[:3] for row in old] == [("unversioned", None, None)] * FIXTURE_ROWS["evaluations"]
+    assert sorted(row[3] for row in old) == ["accepted", "accepted", "rejected"]  # verdicts kept
+    evaluation = _evaluation(Verdict.ACCEPTED)
+    evaluation.checks_version = "checks-000000000001"
+    evaluation.isolation["protocol"] = "parent-driven"
+    record_evaluation(sessions, find_bundled("relu"), "source", evaluation)
+    with sqlite3.connect(path) as db:
+        new = db.execute("SELECT checks_version, protocol FROM evaluations ORDER BY id DESC LIMIT 1").fetchone()
+    assert new == ("checks-000000000001", "parent-driven")
