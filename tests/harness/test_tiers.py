@@ -18,7 +18,8 @@ from tests.conftest import RELU_CANDIDATE
 
 def _accepted(tier: str) -> Evaluation:
     return Evaluation(verdict=Verdict.ACCEPTED, tier=tier, problem_name="relu", problem_fingerprint="f" * 64,
-                      candidate_hash="c" * 64, device="cpu", speedup=3.0)
+                      candidate_hash="c" * 64, device="cpu", speedup=3.0, speedup_ci=(2.5, 3.5),
+                      speedup_significant=True)  # significant: the interval reward pays it above parity
 
 
 def test_screening_preset_drops_the_audits_and_keeps_the_checks() -> None:
