@@ -23,6 +23,7 @@ from harness.execution.eval_task import EvalTask, Executor, build_seconds
 from harness.execution.profile import kernels_of
 from harness.records import Evaluation, Unjudged, Verdict
 from kernelbench.problem import Problem
+from reports.speedups import result_cell, speedup_cell
 from rewards import select_exemplars
 
 Progress = Callable[[str], None]
@@ -134,7 +135,7 @@ class Optimizer:
         return repairs
 
     def _report_round(self, round_: int, outcomes: list[Outcome], best: Outcome | None, seconds: float) -> None:
-        verdicts = ", ".join(o.attempt.verdict + (f" {o.attempt.speedup:.2f}x" if o.attempt.speedup else "")
+        verdicts = ", ".join(o.attempt.verdict + (f" {_speed(o.attempt)}" if o.attempt.speedup else "")
                              for o in outcomes)
         left = self.config.rounds - round_ - 1
         eta = f", about {seconds * left:.0f} s for the {left} round(s) left" if left else ""
@@ -328,7 +329,9 @@ def _attempt(source: str, evaluation: Evaluation) -> Attempt:
     return Attempt(source, evaluation.verdict, evaluation.reasons, evaluation.speedup, evaluation.ref_ms,
                    evaluation.candidate_ms, resources=[k for b in builds for k in b.get("resources", [])],
                    roofline=evaluation.roofline, sass=[b["sass"] for b in builds if b.get("sass")],
-                   profile=evaluation.metrics)
+                   profile=evaluation.metrics,
+                   speedup_ci=tuple(evaluation.speedup_ci) if evaluation.speedup_ci else None,  # type: ignore[arg-type]
+                   speedup_significant=evaluation.speedup_significant)
 
 
 def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
@@ -401,5 +404,13 @@ def _fastest(outcomes: list[Outcome]) -> Outcome | None:
     return max(accepted, key=lambda o: o.attempt.speedup) if accepted else None
 
 
+def _speed(attempt: Attempt) -> str:
+    return speedup_cell(attempt.speedup, attempt.speedup_ci, attempt.speedup_significant)
+
+
 def _describe(best: Outcome | None) -> str:
-    return f"{best.attempt.speedup:.2f}x (round {best.round + 1})" if best else "none accepted yet"
+    """The best kernel so far as a result: `no speedup found (...)` until one is significantly faster."""
+    if best is None:
+        return "none accepted yet"
+    attempt = best.attempt
+    return f"{result_cell(attempt.speedup, attempt.speedup_ci, attempt.speedup_significant)} (round {best.round + 1})"

@@ -60,6 +60,8 @@ class Attempt:
     roofline: dict[str, Any] = field(default_factory=dict)
     sass: list[dict[str, Any]] = field(default_factory=list)
     profile: dict[str, Any] = field(default_factory=dict)
+    speedup_ci: tuple[float, float] | None = None  # the speedup's 95% interval
+    speedup_significant: bool | None = None  # the interval clears 1.0 (and the noise floor)
 
     def __post_init__(self) -> None:
         self.verdict = outcome(self.verdict)

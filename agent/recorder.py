@@ -137,6 +137,8 @@ class RunRecorder:
         totals = self.totals()
         best = None if result.best is None else {"verdict": result.best.attempt.verdict,
                                                  "speedup": result.best.attempt.speedup, "path": str(best_path),
+                                                 "speedup_ci": result.best.attempt.speedup_ci,
+                                                 "speedup_significant": result.best.attempt.speedup_significant,
                                                  "round": result.best.round + 1}
         return {"run_id": self.run_id, "status": result.status, "message": result.message,
                 "problem": self.problem.key, "best": best,

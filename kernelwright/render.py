@@ -14,6 +14,7 @@ from kernelbench.problem import Problem, problem_label
 from kernelwright.cli_boundary import note, stderr
 from reports.metrics import FAST_P
 from reports.run_report import NO_SPEEDUP, clip
+from reports.speedups import result_cell, speedup_cell
 
 if TYPE_CHECKING:
     from kernelwright.eval_service import EvalOutcome
@@ -213,13 +214,35 @@ def optimize_table(summary: dict[str, Any]) -> Table:
 
 
 def best_label(best: dict[str, Any] | None, found: bool | None) -> str:
-    """The best kernel, or why there is none worth using: not accepted, or not faster than the reference."""
+    """The best kernel with its interval, or why there is none worth using: not accepted, or not significantly
+    faster than the reference."""
     if best is None:
         return "none accepted"
     where = f"round {best['round']}, {escape(best['path'])}" if best.get("path") else ""
+    measured = escape(speedup_cell(best["speedup"], best.get("speedup_ci"), best.get("speedup_significant")))
     if not found:
-        return f"[bold yellow]{NO_SPEEDUP}[/] (best accepted kernel: {_speed(best['speedup'])}, {where})"
-    return f"[bold green]{best['speedup']:.3f}x[/] ({where})"
+        return f"[bold yellow]{NO_SPEEDUP}[/] (best accepted kernel: {measured}, {where})"
+    return f"[bold green]{measured}[/] ({where})"
+
+
+def _result(row: dict[str, Any], prefix: str = "") -> str:
+    """A run's own best result: its speedup with its interval, or `no speedup found (...)`."""
+    return escape(result_cell(row.get(f"{prefix}speedup"), row.get(f"{prefix}speedup_ci"),
+                              row.get(f"{prefix}speedup_significant")))
+
+
+def _cell(row: dict[str, Any], prefix: str = "") -> str:
+    return escape(speedup_cell(row.get(f"{prefix}speedup"), row.get(f"{prefix}speedup_ci"),
+                               row.get(f"{prefix}speedup_significant")))
+
+
+def later_label(check: dict[str, Any] | None) -> str:
+    """A later re-measurement of the kernel (gate, re-judgement), shown beside the run's result, never as it."""
+    if not check:
+        return "-"
+    if check["verdict"] != "accepted":
+        return f"{check['verdict']} (evaluation {check['evaluation_id']})"
+    return f"{_cell(check)} (evaluation {check['evaluation_id']})"
 
 
 def cost_label(summary: dict[str, Any]) -> str:
@@ -269,7 +292,7 @@ def sweep_table(summary: dict[str, Any]) -> Table:
     table = _columns(f"sweep {summary['run_id']} ({summary['status']})", ["problem", "status", "verdict", "speedup",
                                                                            "detail"],
                      [[escape(problem_label(p["name"], p.get("shrunk"))), p["status"], _text(p["verdict"]),
-                       _speed(p["speedup"]), _text(clip(p["detail"] or "", 120))] for p in summary["problems"]])
+                       _cell(p), _text(clip(p["detail"] or "", 120))] for p in summary["problems"]])
     if summary.get("llm_calls"):  # the calls of its problems' optimize runs
         table.caption = (f"{summary['llm_calls']} LLM calls, {summary['prompt_tokens']} prompt + "
                          f"{summary['completion_tokens']} completion tokens, {cost_label(summary)}")
@@ -277,22 +300,28 @@ def sweep_table(summary: dict[str, Any]) -> Table:
 
 
 def runs_table(rows: list[dict[str, Any]]) -> Table:
-    return _columns("runs", ["run", "kind", "model", "status", "problems", "best", "LLM calls", "cost"],
+    later = any(r.get("later_check") for r in rows)
+    return _columns("runs", ["run", "kind", "model", "status", "problems", "best (95% interval)"]
+                    + (["later check"] if later else []) + ["LLM calls", "cost"],
                     [[r["run_id"], r["kind"], str(r["model"] or "-"), r["status"],
                       escape(problem_label(str(r["problem"] or r["problems"]), r.get("shrunk"))),
-                      _speed(r["best_speedup"]), str(r["llm_calls"]), cost_label(r)] for r in rows])
+                      _result(r, "best_"), *([later_label(r.get("later_check"))] if later else []),
+                      str(r["llm_calls"]), cost_label(r)] for r in rows])
 
 
 def run_table(details: dict[str, Any]) -> Table:
     if details["kind"] == "sweep":
         return sweep_table(details)
     print_table(metrics_table(details["metrics"]))
+    later = any(e.get("later_check") for e in details["evaluations"])
     table = _columns(f"{details['kind']} {details['run_id']} ({details['status']})",
-                     ["round", "problem", "verdict", "speedup", "first reason"],
+                     ["round", "problem", "verdict", "speedup (95% interval)"] + (["later check"] if later else [])
+                     + ["first reason"],
                      [[round_label(e), escape(problem_label(e["problem"], e.get("shrunk"))), e["verdict"],
-                       _speed(e["speedup"]), _text(clip(e["reason"], 120))] for e in details["evaluations"]])
+                       _cell(e), *([later_label(e.get("later_check"))] if later else []),
+                       _text(clip(e["reason"], 120))] for e in details["evaluations"]])
     if details.get("speedup_found") is False:
-        table.caption = f"{NO_SPEEDUP} (best accepted kernel {_speed(details['best']['speedup'])})"
+        table.caption = f"{NO_SPEEDUP} (best accepted kernel {_cell(details['best'])})"
     return table
 
 
@@ -304,17 +333,18 @@ def round_label(row: dict[str, Any]) -> str:
 
 
 def best_table(rows: list[dict[str, Any]]) -> Table:
-    return _columns("best kernels", ["problem", "speedup", "slowest", "evaluations", "device", "run", "candidate",
-                                     "kernel"],
-                    [[escape(problem_label(r["problem"], r.get("shrunk"))), _speed(r["speedup"]), _speed(r["slowest"]),
-                      str(r["evaluations"]), r["device"],
+    return _columns("best kernels", ["problem", "speedup (95% interval)", "slowest", "runs", "later check",
+                                     "device", "run", "candidate", "kernel"],
+                    [[escape(problem_label(r["problem"], r.get("shrunk"))), _result(r), _speed(r["slowest"]),
+                      str(r["evaluations"]), later_label(r.get("later_check")), r["device"],
                       _text(r["run_id"]), _text(r["candidate_id"]), r["kernel"]] for r in rows])
 
 
 def compare_table(rows: list[dict[str, Any]]) -> Table:
-    return _columns("comparison", ["problem", "A", "A speedup", "B", "B speedup", "B / A"],
-                    [[escape(r["problem"]), _text(r["a_verdict"]), _speed(r["a_speedup"]), _text(r["b_verdict"]),
-                      _speed(r["b_speedup"]), "-" if r["b_over_a"] is None else f"{r['b_over_a']:.2f}"] for r in rows])
+    return _columns("comparison (each run's own measurements)",
+                    ["problem", "A", "A speedup (95% interval)", "B", "B speedup (95% interval)", "B / A"],
+                    [[escape(r["problem"]), _text(r["a_verdict"]), _cell(r, "a_"), _text(r["b_verdict"]),
+                      _cell(r, "b_"), "-" if r["b_over_a"] is None else f"{r['b_over_a']:.2f}"] for r in rows])
 
 
 def print_table(table: Table) -> None:

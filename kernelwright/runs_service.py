@@ -11,6 +11,7 @@ from store import open_store
 from store.browse import (best_for_problem, get_run_row, list_runs, run_coder_calls, run_costs, run_evaluations,
                           run_judge_calls)
 from reports.metrics import by_level
+from reports.speedups import faster
 from sweeps.sweep import sweep_summary
 
 
@@ -31,7 +32,9 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
                       key=lambda e: (e["round"] or 0, e["slot"] or 0))
     return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in attempts],
             "best": None if best is None else {"verdict": Verdict.ACCEPTED.value, "speedup": best["speedup"],
-                                               "speedup_ci": best["speedup_ci"], "candidate_id": best["candidate_id"]},
+                                               "speedup_ci": best["speedup_ci"],
+                                               "speedup_significant": best["speedup_significant"],
+                                               "candidate_id": best["candidate_id"], "later_check": best["later_check"]},
             "speedup_found": speedup_found(best),
             "shrunk": next((e["shrunk"] for e in evaluations if e["shrunk"]), None),
             "judge": _judge_advice(run_judge_calls(sessions, run_id)), "costs": run_costs(sessions, run_id),
@@ -61,11 +64,11 @@ def _judge_advice(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def speedup_found(best: dict[str, Any] | None) -> bool | None:
     """Whether the best accepted evaluation is faster than the reference (None: nothing was accepted): above
-    1.0x, and beyond the noise where the harness measured that (`speedup_significant`). When it is not, the
+    1.0x, and beyond the noise (`speedup_significant`, else its interval clears 1.0). When it is not, the
     reference stays: a kernel no faster than it is no result, whatever its verdict."""
     if best is None or best.get("speedup") is None:
         return None
-    return best["speedup"] > 1.0 and best.get("speedup_significant") is not False
+    return faster(best["speedup"], best.get("speedup_ci"), best.get("speedup_significant"))
 
 
 def best_evaluation(evaluations: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -111,7 +114,10 @@ def _unevaluated(evaluations: list[dict[str, Any]], calls: list[dict[str, Any]])
 
 
 def problem_best(db_url: str | None, name: str) -> list[dict[str, Any]]:
+    """The fastest kernels of matching problems, significantly faster ones first (the others read `no speedup
+    found`)."""
     rows = best_for_problem(open_store(db_url, create=False), name)
+    rows.sort(key=lambda r: not faster(r["speedup"], r["speedup_ci"], r["speedup_significant"]))
     if not rows:
         raise UsageError(f"no accepted kernel of a problem matching {name!r} in this store "
                          "(see `kernelwright runs list`)")
@@ -127,8 +133,11 @@ def compare_runs(db_url: str | None, first: str, second: str) -> list[dict[str, 
         a, b = (r.get(name, {}) for r in results)
         ratio = (b.get("speedup") / a["speedup"]) if a.get("speedup") and b.get("speedup") else None
         rows.append({"problem": name, "shrunk": a.get("shrunk") or b.get("shrunk"),
-                     "a_verdict": a.get("verdict"), "a_speedup": a.get("speedup"),
-                     "b_verdict": b.get("verdict"), "b_speedup": b.get("speedup"), "b_over_a": ratio})
+                     "a_verdict": a.get("verdict"), "a_speedup": a.get("speedup"), "a_speedup_ci": a.get("speedup_ci"),
+                     "a_speedup_significant": a.get("speedup_significant"), "a_later_check": a.get("later_check"),
+                     "b_verdict": b.get("verdict"), "b_speedup": b.get("speedup"), "b_speedup_ci": b.get("speedup_ci"),
+                     "b_speedup_significant": b.get("speedup_significant"), "b_later_check": b.get("later_check"),
+                     "b_over_a": ratio})
     return rows
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.feedback.failure_digest import headline
+from reports.speedups import result_cell, speedup_cell
 
 
 def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[str, Any], result: Any) -> str:
@@ -17,7 +18,7 @@ def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[s
              f"{totals['prompt_tokens'] + totals['completion_tokens']} tokens, {_cost(totals)}", "",
              "| round | candidate | verdict | speedup | first reason |", "|---|---|---|---|---|"]
     for o in result.outcomes:
-        speed = f"{o.attempt.speedup:.3f}x" if o.attempt.speedup is not None else "-"
+        speed = speedup_cell(o.attempt.speedup, o.attempt.speedup_ci, o.attempt.speedup_significant, 3)
         first = headline(o.attempt.reasons[0], o.attempt.source, 160) if o.attempt.reasons else ""
         reason = first.replace("|", "\\|").replace("\n", " ")
         slot = f"{o.slot + 1}" + (f" (repair {o.repair})" if o.repair else "")
@@ -27,7 +28,9 @@ def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[s
     if result.notes:
         lines += ["", "Notes:", *(f"- {note}" for note in result.notes)]
     if result.best:
-        lines += ["", f"Best: round {result.best.round + 1}, {result.best.attempt.speedup:.3f}x, saved as `best.py`."]
+        best = result.best.attempt
+        lines += ["", f"Best: round {result.best.round + 1}, "
+                      f"{result_cell(best.speedup, best.speedup_ci, best.speedup_significant, 3)}, saved as `best.py`."]
     else:
         lines += ["", "No candidate was accepted."]
     return "\n".join(lines) + "\n"

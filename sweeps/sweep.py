@@ -26,6 +26,8 @@ from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
 from reports.metrics import by_level
 from reports.run_report import clip
+from reports.speedups import NO_SPEEDUP_FOUND, faster, speedup_cell
+from reports.speedups import measured as measured_speedup
 from store import BaselineRow, SweepItemRow, record_evaluation
 from store import runs as run_store
 from store import sweep_queries as queries
@@ -60,18 +62,27 @@ class Sweep:
                 recorder.stopped = True
 
     def _report(self, problem: Problem, verdict: str, speedup: float | None, total: int) -> None:
+        """One progress line: this problem's verdict and speedup with its interval, and the best result so far
+        (only a significantly faster kernel is one)."""
         with self.lock:
             self.finished += 1
         elapsed = time.perf_counter() - self.started
         rows = list(queries.sweep_items(self.sessions, self.run_id).values())
         failed = sum(1 for r in rows if r.status == "done" and r.verdict != Verdict.ACCEPTED)
-        best = max((r.speedup for r in rows if r.verdict == Verdict.ACCEPTED and r.speedup), default=None)
+        measured = queries.timings(self.sessions, [r.evaluation_id for r in rows if r.evaluation_id is not None])
+        timing = {r.problem_key: measured.get(r.evaluation_id, {}) for r in rows if r.evaluation_id is not None}
+
+        def interval(key: str) -> tuple[Any, Any]:
+            return timing.get(key, {}).get("speedup_ci"), timing.get(key, {}).get("speedup_significant")
+
+        wins = [r for r in rows if r.verdict == Verdict.ACCEPTED and faster(r.speedup, *interval(r.problem_key))]
+        best = max(wins, key=lambda r: r.speedup or 0.0, default=None)
         eta = elapsed / self.finished * (total - self.finished)
         cost = run_store.spend(self.sessions, self.run_id)["cost_usd"]
-        self.say(f"[{self.finished}/{total}] {problem.key}: {verdict}"
-                 f"{f' {speedup:.2f}x' if speedup else ''} | failed {failed} | best "
-                 f"{f'{best:.2f}x' if best else '-'} | spent {'unknown' if cost is None else f'${cost:.4f}'}"
-                 f" | ETA {eta:.0f} s")
+        this = f" {speedup_cell(speedup, *interval(problem.key))}" if speedup else ""
+        self.say(f"[{self.finished}/{total}] {problem.key}: {verdict}{this} | failed {failed} | best "
+                 f"{measured_speedup(best.speedup, interval(best.problem_key)[0]) if best else NO_SPEEDUP_FOUND} | "
+                 f"spent {'unknown' if cost is None else f'${cost:.4f}'} | ETA {eta:.0f} s")
 
     def run_candidates(self, executor: Executor) -> None:
         root = Path(self.config.candidates_dir or ".")

@@ -1,0 +1,91 @@
+"""Every printed speedup carries its interval, a kernel not significantly faster is `no speedup found`, and the
+run's own result is never replaced by a later re-measurement (gate), which is shown beside it as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reports.speedups import faster, result_cell, speedup_cell
+
+
+def test_a_speedup_reads_with_its_interval_and_its_significance() -> None:
+    assert speedup_cell(1.32, (1.2, 1.45), True) == "1.32x [1.20-1.45]"
+    assert speedup_cell(1.16, (0.95, 1.4), False) == "1.16x [0.95-1.40] not significant"
+    assert speedup_cell(0.25, (0.24, 0.26), True) == "0.25x [0.24-0.26] slower"
+    assert speedup_cell(1.16, (0.95, 1.4)) == "1.16x [0.95-1.40] not significant"  # judged from the interval
+    assert speedup_cell(None, None) == "-"
+
+
+def test_only_a_significantly_faster_kernel_is_a_result() -> None:
+    assert result_cell(1.32, (1.2, 1.45), True) == "1.32x [1.20-1.45]"
+    assert result_cell(1.16, (0.95, 1.4), False) == "no speedup found (1.16x [0.95-1.40] not significant)"
+    assert result_cell(0.19, (0.18, 0.2), True) == "no speedup found (0.19x [0.18-0.20] slower)"
+    assert not faster(1.3, (0.9, 1.6), None) and faster(1.3, (1.1, 1.6), None) and not faster(0.9, None, None)
+
+
+def _run_with_a_later_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str, int]:
+    from agent.config import OptimizeConfig
+    from agent.run_spec import ModelSpec
+    from harness.records import Evaluation, Verdict
+    from kernelwright.optimize_service import run_optimize
+    from store import open_store
+    from store.results import accepted_candidates, add_evaluation
+    from tests.agent.fake_executor import ScriptedExecutor, coder_reply, fake_kernel
+    from tests.agent.fake_server import ScriptedServer
+
+    db = f"sqlite:///{tmp_path / 's.db'}"
+    monkeypatch.setenv("LOCAL_KEY", "local-secret")
+    reply = coder_reply(fake_kernel("accepted 1.5"))["content"]
+    with ScriptedServer([("ok", reply)]) as server:
+        models = ModelSpec(model="scripted-model", base_url=server.url, api_key_env="LOCAL_KEY")
+        summary = run_optimize("relu", OptimizeConfig(device="cpu", rounds=1), models, db,
+                               executor=ScriptedExecutor())
+    sessions = open_store(db, create=False)
+    (candidate,) = accepted_candidates(sessions, summary["run_id"])
+    gate = Evaluation(verdict=Verdict.ACCEPTED, problem_name="ReLU", problem_fingerprint="f",
+                      candidate_hash=candidate.source_hash, device="cpu", speedup=1.05, speedup_ci=(0.9, 1.2),
+                      speedup_significant=False)
+    return db, summary["run_id"], add_evaluation(sessions, candidate.id, gate)
+
+
+def test_runs_list_best_and_compare_show_the_runs_own_result_and_the_gate_beside_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelwright.render import best_table, compare_table, run_table, runs_table
+    from kernelwright.runs_service import compare_runs, problem_best, run_details, runs_list
+    from rich.console import Console
+
+    db, run_id, gate_id = _run_with_a_later_gate(tmp_path, monkeypatch)
+
+    def shown(table: object) -> str:
+        console = Console(width=250, record=True)
+        console.print(table)
+        return console.export_text()
+
+    (listed,) = runs_list(db)
+    assert listed["best_speedup"] == 1.5 and listed["later_check"]["speedup"] == 1.05
+    text = shown(runs_table([listed]))
+    assert "1.50x [no interval]" in text and "later check" in text
+    assert f"1.05x [0.90-1.20] not significant (evaluation {gate_id})" in text
+    details = run_details(db, run_id)
+    assert [e["speedup"] for e in details["evaluations"]] == [1.5]  # the gate's is no round of the run
+    assert "evaluation" in shown(run_table(details)).split("later check")[1]
+    (best,) = problem_best(db, "relu")
+    assert best["speedup"] == 1.5 and best["evaluations"] == 1 and best["later_check"]["evaluation_id"] == gate_id
+    assert "1.50x [no interval]" in shown(best_table([best]))
+    (row,) = compare_runs(db, run_id, run_id)
+    assert row["a_speedup"] == row["b_speedup"] == 1.5
+
+
+def test_a_best_kernel_that_is_not_faster_reads_no_speedup_found() -> None:
+    from kernelwright.render import best_label, best_table
+    from rich.console import Console
+
+    row = {"problem": "GELU", "speedup": 0.24, "speedup_ci": [0.23, 0.25], "speedup_significant": True,
+           "slowest": 0.22, "evaluations": 2, "device": "cpu", "run_id": "r", "candidate_id": 1, "kernel": "abc"}
+    console = Console(width=250, record=True)
+    console.print(best_table([row]))
+    assert "no speedup found (0.24x [0.23-0.25] slower)" in console.export_text()
+    best = {"speedup": 1.1, "speedup_ci": [0.97, 1.25], "speedup_significant": False, "round": 1, "path": "b.py"}
+    assert "1.10x [0.97-1.25] not significant" in best_label(best, False)
