@@ -115,7 +115,8 @@ def run_gpu_tests(timeout_s: float) -> list[str]:
     """`pytest -m gpu` with its output streamed to stderr as it runs; killed (its whole process group) after
     timeout_s. The report section: exit status, seconds and the last lines."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-u", "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider"],
+    process = subprocess.Popen([sys.executable, "-u", "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
+                                "--tb=short", "-rfE", "--durations=8", "--maxfail=3"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     killed = threading.Event()
 
@@ -128,7 +129,7 @@ def run_gpu_tests(timeout_s: float) -> list[str]:
 
     timer = threading.Timer(max(timeout_s, 1.0), kill)
     timer.start()
-    tail: collections.deque[str] = collections.deque(maxlen=15)
+    tail: collections.deque[str] = collections.deque(maxlen=60)
     assert process.stdout is not None
     for line in process.stdout:
         print(line, end="", file=sys.stderr, flush=True)
@@ -209,7 +210,9 @@ def _fidelity_row(problem: Problem, path: Path, ratios: list[float]) -> str:
     evaluations = [evaluate(problem, source, DEVICE, POLICY) for _ in range(2)]
     speedups = [e.speedup for e in evaluations if e.accepted and e.speedup]
     if len(speedups) < 2:
-        return f"| {problem.name} | {evaluations[-1].verdict.value}: {(evaluations[-1].reasons or [''])[0][:120]} |"
+        seconds = evaluations[-1].phase_seconds
+        return (f"| {problem.name} | {evaluations[-1].verdict.value}: {(evaluations[-1].reasons or [''])[0][:160]} "
+                f"(seconds: {', '.join(f'{k} {v:.1f}' for k, v in seconds.items())}) |")
     timing = evaluations[-1].isolation.get("timing", {})
     seconds = evaluations[-1].phase_seconds
     split = ", ".join(f"{k} {seconds[k]:.1f}" for k in ("reference", "correctness", "timing") if k in seconds)

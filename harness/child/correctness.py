@@ -9,6 +9,7 @@ from typing import Any
 from harness.child import job as J
 from harness.child.calls import call, sync
 from harness.child.process import CandidateFailure, note_replacements, short_traceback
+from harness.child.timing import warm_device_timing
 from harness.isolation import protocol as P
 from harness.values.integrity import (flatten, inputs_changed, output_problems, returned_fingerprint, shares_memory,
                                       still_changing, thread_state)
@@ -64,6 +65,7 @@ class Checking:
         before = self.switch.calls
         outputs = run_correctness(self.job, self.model, self.payload["trials"], self.integrity)
         self.kernel_calls["correctness"] = self.switch.calls - before
+        warm_device_timing(self.job.device)
         self.threads["after_correctness"] = thread_state()
         note_replacements(self.identities, self.integrity, "the correctness calls")
         torch.save(outputs, self.scratch / J.OUTPUTS_FILE)
