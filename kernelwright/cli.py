@@ -179,6 +179,37 @@ def gate_command(
     exit_unless(all(result.ok for result in results))
 
 
+@command(app, "rescore")
+def rescore_command(
+    all_verdicts: Annotated[bool, flag("--all", help="Every stored kernel, not only those whose latest verdict is "
+                                                     "accepted.")] = False,
+    run: Annotated[Optional[str], typer.Option(help="Only kernels of this run.")] = None,
+    problem: Annotated[Optional[str], typer.Option(help="Only problems whose key contains this text.")] = None,
+    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only kernels judged by a checks' "
+                                                      "version first seen in this store before VERSION "
+                                                      "(`current`: any but today's; unversioned rows are older "
+                                                      "than any).")] = None,
+    again: Annotated[bool, flag("--again", help="Also re-judge kernels the current checks already judged on this "
+                                                "device (skipped otherwise, so a stopped rescore resumes).")] = False,
+    execution: ExecutionOptions = ExecutionOptions(),
+    db: Db = None,
+    policy_level: PolicyLevel = "default",
+    json_output: JsonRows = False,
+) -> None:
+    """Re-judge stored kernels under the current harness with fresh seeds; each result is a new evaluation linked
+    to the old one (nothing is overwritten; exports read the newest). Prints what changed, by check."""
+    from kernelwright import render
+    from kernelwright.eval_service import eval_policy
+    from kernelwright.rescore_service import RescoreSelection, rescore_store
+
+    selection = RescoreSelection(all_verdicts, run, problem, older_than, again)
+    with progress("re-judging") as say:
+        report = rescore_store(db, execution.device, eval_policy(policy_level), selection, progress=say,
+                               workers=execution.workers, executor=execution.executor,
+                               ray_address=execution.ray_address)
+    render.print_rescore(report, json_output)
+
+
 @command(app, "optimize")
 def optimize_command(
     problem: Annotated[Optional[str], typer.Argument(metavar="PROBLEM", help="Problem file or bundled problem name "

@@ -97,12 +97,13 @@ def speedup_not_reproduced(stored: float | None, evaluation: object, stored_low:
     return None
 
 
-def _evaluate_all(work: list[tuple[Problem, str]], device: str, policy: EvalPolicy, workers: int | None,
-                  progress: Progress | None, on_result: Callable[[int, Evaluation], None]) -> None:
-    """Every kernel through one executor: builds in parallel, timed one at a time; `on_result(index, evaluation)`
-    as each finishes, in `work`'s order. Ctrl-C kills what is in flight at once and raises GateInterrupted (an
-    evaluation cut short is no verdict and is not recorded)."""
-    executor = open_executor("local", device, workers)
+def evaluate_all(work: list[tuple[Problem, str]], device: str, policy: EvalPolicy, workers: int | None,
+                 progress: Progress | None, on_result: Callable[[int, Evaluation], None], executor_kind: str = "local",
+                 ray_address: str | None = None) -> None:
+    """Every kernel through one executor (`local`, or `ray`): builds in parallel, timed one at a time;
+    `on_result(index, evaluation)` as each finishes, in `work`'s order. Ctrl-C kills what is in flight at once and
+    raises GateInterrupted (an evaluation cut short is no verdict and is not recorded). `rescore` shares it."""
+    executor = open_executor(executor_kind, device, workers, ray_address)
     stopped = False
     done = 0
 
@@ -167,7 +168,7 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
                                      ([unreproduced] if unreproduced else []) + evaluation.reasons,
                                      _interval(evaluation), stored[row.id].speedup, evaluation_id, problem.shrunk)
 
-    _evaluate_all([(problem_of(row.problem), row.source) for row in intact], device, policy, workers, progress,
+    evaluate_all([(problem_of(row.problem), row.source) for row in intact], device, policy, workers, progress,
                   keep)
     return [results[row.id] for row in rows]
 
@@ -219,7 +220,7 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
         results[file] = GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
                                    evaluation.reasons, _interval(evaluation), None, evaluation_id, problem.shrunk)
 
-    _evaluate_all([(p, f.read_text()) for f, p in work], device, policy, workers, progress, keep)
+    evaluate_all([(p, f.read_text()) for f, p in work], device, policy, workers, progress, keep)
     return [results.get(file) or _unmatched(file) for file in files]
 
 

@@ -349,3 +349,31 @@ def compare_table(rows: list[dict[str, Any]]) -> Table:
 
 def print_table(table: Table) -> None:
     Console(width=max(Console().width, 120)).print(table)
+
+
+def print_rescore(report: Any, json_output: bool) -> None:
+    """`rescore`'s table (each kernel re-judged, before and after) or JSON, then what changed by check on stderr."""
+    if json_output:
+        print(json.dumps(report.as_json()), flush=True)
+    else:
+        print_table(rescore_table(report))
+    if report.skipped_current:
+        note(f"{report.skipped_current} selected kernels were already judged by {report.checks_version} on "
+             f"{report.device}: skipped (--again re-judges them)")
+    changed = ", ".join(f"{check}: {count}" for check, count in report.by_check.items())
+    note(f"{sum(r.changed for r in report.results)} of {len(report.results)} verdicts changed"
+         + (f" (by check: {changed})" if changed else ""))
+
+
+def rescore_table(report: Any) -> Table:
+    table = Table(title=f"rescore under {report.checks_version} on {report.device}")
+    for column in ("problem", "kernel", "before", "after", "decided by", "reason"):
+        table.add_column(column, overflow="fold")
+    for r in report.results:
+        colour = "green" if r.after == "accepted" else "red"
+        before = f"{r.before} {_speed(r.before_speedup)} ({r.before_version})"
+        after = f"[{colour}]{r.after}[/] " + interval_label(r.after_speedup, r.after_interval)
+        table.add_row(escape(problem_label(r.problem, r.shrunk)), f"candidate {r.candidate_id}", escape(before),
+                      after + (" [bold](changed)[/]" if r.changed else ""), escape(r.decided_by or ""),
+                      "" if r.after == "accepted" else escape(clip((r.reasons or [""])[0], 300)))
+    return table
