@@ -114,5 +114,7 @@ def rules(policy: EvalPolicy) -> str:
   in forward; at::, torch:: or torch::stable:: operators such as amax, sum, matmul in C++; cuBLAS, cuDNN,
   CUTLASS), lower precision than the reference (half, bfloat16, TF32), and state kept across calls (globals, a
   cache keyed by the inputs): {reported}. Shape and allocation calls (view, reshape, empty_like, new_empty,
-  contiguous) are fine.
-- Reply with your reasoning, then the whole file in one ```python code block."""
+  contiguous) are fine."""
+
+
+REPLY_FILE = "Reply with your reasoning, then the whole file in one ```python code block."

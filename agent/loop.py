@@ -9,13 +9,14 @@ import time
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
+from agent.advice import checked_advice
 from agent.config import OptimizeConfig
 from agent.contract import direction
 from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
 from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candidate, parse_judge
-from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_retry_messages,
-                           quoted_inline, repair_messages)
+from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_own_words,
+                           judge_retry_messages, quoted_inline, repair_messages)
 from agent.recorder import RunRecorder
 from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
@@ -199,22 +200,26 @@ class Optimizer:
             self.seconds["llm_wait"] += time.perf_counter() - started
 
     def _judge(self, round_: int, messages: list[Message]) -> JudgeAdvice | UnusableAdvice | None:
-        """A reply that is not the JSON asked for is asked again once (slot 1); a second one is UnusableAdvice,
+        """A reply that is not the JSON asked for, or whose change only repeats the prompt or names nothing, is
+        asked again once (slot 1), with the reason; a second one is UnusableAdvice: the round runs without advice,
         noted in the transcript and the report. None when a call failed."""
         reply = self._ask(self.judge, round_, "judge", 0, messages)
         try:
-            return parse_judge(reply) if reply is not None else None
+            return self._usable(reply) if reply is not None else None
         except ParseError as first:
-            self.say(f"round {round_ + 1}: the judge's reply could not be parsed ({first}); asking again")
+            self.say(f"round {round_ + 1}: the judge's advice is not usable ({first}); asking again")
             again = self._ask(self.judge, round_, "judge", 1, judge_retry_messages(messages, reply or "", str(first)))
         try:
-            return parse_judge(again) if again is not None else None
+            return self._usable(again) if again is not None else None
         except ParseError as second:
-            note = (f"round {round_ + 1}: the judge's reply could not be parsed, twice ({second}); the coder got "
-                    "no advice")
+            note = (f"round {round_ + 1}: the judge's advice was not usable, twice ({second}); the round ran "
+                    "without advice")
             self.notes.append(note)
             self.recorder.note(round_, "judge", note)
             return UnusableAdvice(str(second))
+
+    def _usable(self, reply: str) -> JudgeAdvice:
+        return checked_advice(parse_judge(reply), *judge_own_words(self.config.device, self.config.policy))
 
     def _write_round(self, round_: int, advice: JudgeAdvice | UnusableAdvice | None,
                      focus: Attempt | None) -> list[str | Attempt]:

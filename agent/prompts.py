@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.contract import device_contract, judging, rules
+from agent.contract import REPLY_FILE, device_contract, judging, rules
 from agent.llm import Message
 from agent.parse import JudgeAdvice, UnusableAdvice
 from harness.feedback.failure_digest import digest_reason
@@ -42,8 +42,14 @@ def quoted_inline(text: str) -> str:
     return quoted(text).replace("\n", " ")
 
 
-JUDGE_SCHEMA = json.dumps({"diagnosis": "what is wrong or what limits speed", "change": "one concrete change",
-                           "expected_effect": "what it should do"})
+_PLACEHOLDERS = {"diagnosis": "what is wrong or what limits speed", "change": "one concrete change",
+                 "expected_effect": "what it should do"}
+JUDGE_SCHEMA = json.dumps(_PLACEHOLDERS)
+_JUDGE_ROLE = "You review GPU/CPU kernels. You prescribe exactly one change."
+_JUDGE_MODES = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix.",
+                "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
+_JUDGE_ANSWER = "Prescribe only what these rules allow.\nAnswer with JSON only: "
+_MEASUREMENT_ONLY = ("[noise]",)  # notes about the machine, not the kernel: the report has them, no prompt does
 
 
 @dataclass
@@ -73,10 +79,10 @@ class Attempt:
     def summary(self) -> str:
         lines = [f"verdict: {self.verdict}"]
         if self.speedup is not None:
-            lines.append(f"speedup: {self.speedup:.3f}x (reference {self.ref_ms:.4f} ms, candidate "
-                         f"{self.candidate_ms:.4f} ms)")
+            lines.append(_speedup_line(self.speedup, self.ref_ms, self.candidate_ms))
+        actionable = [r for r in self.reasons if not r.startswith(_MEASUREMENT_ONLY)]
         lines += [f"reason:\n{quoted(digest_reason(r, self.source, _REASON_BUDGETS[min(i, 1)]))}"
-                  for i, r in enumerate(self.reasons[:6])]
+                  for i, r in enumerate(actionable[:6])]
         lines += [f"kernel {k.get('kernel')}: {k.get('registers')} registers, {k.get('shared_bytes', 0)} B shared, "
                   f"{k.get('spill_store_bytes', 0)} B spilled" for k in self.resources]
         lines += _roofline_lines(self.roofline)
@@ -88,6 +94,16 @@ class Attempt:
         elif self.profile.get("error"):
             lines.append(f"profiler: {inert(str(self.profile['error']))}")
         return "\n".join(lines)
+
+
+def _speedup_line(speedup: float, ref_ms: float | None, candidate_ms: float | None) -> str:
+    """The speedup, with the two times only where their ratio says the same (the speedup is a median of paired
+    ratios, which need not equal the ratio of the medians: a line that contradicts itself misleads a model)."""
+    line = f"speedup: {speedup:.3f}x"
+    if ref_ms and candidate_ms and abs(ref_ms / candidate_ms / speedup - 1.0) <= 0.01:
+        return f"{line} (reference {ref_ms:.4f} ms, candidate {candidate_ms:.4f} ms)"
+    return f"{line} (the median of paired reference/candidate ratios)" + (
+        f"; the kernel takes about {candidate_ms:.4f} ms a call" if candidate_ms else "")
 
 
 def _roofline_lines(roofline: dict[str, Any]) -> list[str]:
@@ -136,6 +152,8 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
     parts = _task(problem, device, context)
     if direction:
         parts.append(f"The direction for this attempt (other attempts try other ones): {direction}")
+    if previous is not None:  # one kernel is shown once: the focus, with its evaluation
+        exemplars = [e for e in exemplars if e.source.strip() != previous.source.strip()]
     if exemplars:
         shown = "\n\n".join(f"Earlier kernel, measured {e.speedup:.2f}x:\n```python\n{e.source.strip()}\n```"
                             for e in sorted(exemplars, key=lambda e: e.speedup))
@@ -146,11 +164,12 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
         parts.append(f"{label}:\n```python\n{previous.source.strip()}\n```\n{previous.summary()}")
     parts += context.notes()
     if isinstance(advice, UnusableAdvice):
-        parts.append(f"The reviewer's answer could not be parsed ({advice.reason}), so no change was prescribed: "
-                     "improve the kernel on your own judgement.")
+        parts.append("No reviewer advice this round: improve the kernel on your own judgement.")
     elif advice is not None:
+        diagnosis = f"The reviewer's diagnosis: {advice.diagnosis}\n" if advice.diagnosis else ""
         effect = f"\nExpected effect: {advice.expected_effect}" if advice.expected_effect else ""
-        parts.append(f"The reviewer's diagnosis: {advice.diagnosis}\nMake this change: {advice.change}{effect}")
+        parts.append(f"{diagnosis}Make this change: {advice.change}{effect}")
+    parts.append(REPLY_FILE)  # the instruction for the reply comes last
     return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -159,9 +178,9 @@ def repair_messages(problem: Problem, device: str, failed: Attempt, context: Run
     what = "did not build" if failed.verdict is Verdict.COMPILE_ERROR else "failed while running"
     parts = [*_task(problem, device, context or RunContext()),
              f"Your kernel {what}:\n```python\n{failed.source.strip()}\n```\n{failed.summary()}",
-             "Fix the error above and reply with the whole corrected file. Keep the approach; change what the error "
-             "requires (and any other line with the same mistake)." + (_FULL_FORM if _light_build_failure(failed)
-                                                                         else "")]
+             "Fix the error above. Keep the approach; change what the error requires (and any other line with the "
+             "same mistake)." + (_FULL_FORM if _light_build_failure(failed) else ""),
+             "Reply with the whole corrected file in one ```python code block."]
     return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -188,18 +207,22 @@ def _history_text(history: list[str], last: int = 8) -> str:
 
 def judge_messages(problem: Problem, device: str, attempt: Attempt, hardware: str,
                    context: RunContext | None = None) -> list[Message]:
-    mode = ("The kernel was not accepted. Find the cause in the reasons and prescribe the fix."
-            if not attempt.accepted else
-            "The kernel is correct. Find what limits its speed and prescribe the single most valuable change.")
+    mode = _JUDGE_MODES[attempt.accepted]
     context = context or RunContext()
     parts = [f"Problem:\n```python\n{problem.source.strip()}\n```",
              f"Candidate kernel:\n```python\n{attempt.source.strip()}\n```",
              f"Evaluation on {device} ({hardware}):\n{attempt.summary()}", *context.notes(),
              judging(device, context.policy), rules(context.policy),
-             f"{mode} Prescribe only what these rules allow.\nAnswer with JSON only: {JUDGE_SCHEMA}"]
+             f"{mode} {_JUDGE_ANSWER}{JUDGE_SCHEMA}"]
     content = "\n\n".join(parts)
-    return [{"role": "system", "content": f"You review GPU/CPU kernels. You prescribe exactly one change. {UNTRUSTED}"},
-            {"role": "user", "content": content}]
+    return [{"role": "system", "content": f"{_JUDGE_ROLE} {UNTRUSTED}"}, {"role": "user", "content": content}]
+
+
+def judge_own_words(device: str, policy: EvalPolicy) -> tuple[list[str], list[str], str]:
+    """What the judge's prompt says in its own words, for telling advice from an echo of it: the sentences that
+    tell it what to do, the schema's placeholders, and the judging and rules text."""
+    return ([_JUDGE_ROLE, *_JUDGE_MODES, _JUDGE_ANSWER, UNTRUSTED], list(_PLACEHOLDERS.values()),
+            f"{judging(device, policy)}\n{rules(policy)}")
 
 
 def judge_retry_messages(asked: list[Message], reply: str, error: str) -> list[Message]:

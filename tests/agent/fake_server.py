@@ -10,7 +10,8 @@ from typing import Any
 
 
 class ScriptedServer:
-    """Each POST takes the next step: ("ok", content) | ("status", code) | ("sleep", seconds) | ("garbage", text)."""
+    """Each POST takes the next step: ("ok", content) | ("reply", {"content", "finish_reason", "completion_tokens"})
+    (a recorded reply, as the model's server sent it) | ("status", code) | ("sleep", seconds) | ("garbage", text)."""
 
     def __init__(self, steps: list[tuple[str, Any]]) -> None:
         self.steps = list(steps)
@@ -34,6 +35,9 @@ class ScriptedServer:
                                {"retry-after": "0"})
                 elif kind == "garbage":
                     self._send_raw(200, value.encode())
+                elif kind == "reply":
+                    self._send(200, _completion(body["model"], value["content"], value.get("finish_reason", "stop"),
+                                                value.get("completion_tokens", 80)))
                 else:
                     self._send(200, _completion(body["model"], value))
 
@@ -65,9 +69,10 @@ class ScriptedServer:
         self.httpd.server_close()
 
 
-def _completion(model: str, content: str) -> dict[str, Any]:
+def _completion(model: str, content: str, finish_reason: str = "stop", completion_tokens: int = 80) -> dict[str, Any]:
     return {"id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop",
+            "choices": [{"index": 0, "finish_reason": finish_reason,
                          "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 120, "completion_tokens": 80, "total_tokens": 200,
+            "usage": {"prompt_tokens": 120, "completion_tokens": completion_tokens,
+                      "total_tokens": 120 + completion_tokens,
                       "completion_tokens_details": {"reasoning_tokens": 30}}}

@@ -62,7 +62,9 @@ def test_scripted_run_repairs_then_keeps_the_best(tmp_path: Path) -> None:
         calls = {(c.round, c.purpose): c for c in session.scalars(select(LLMCallRow))}
         assert "verdict: incorrect" in calls[(1, "judge")].messages[-1]["content"]
         assert "return the kernel's output unscaled" in calls[(1, "coder")].messages[-1]["content"]
-        assert "Earlier accepted kernels" in calls[(2, "coder")].messages[-1]["content"]
+        third = calls[(2, "coder")].messages[-1]["content"]  # the one accepted kernel is the best: shown once
+        assert "The best kernel so far" in third and "Earlier accepted kernels" not in third
+        assert third.count(FAST.strip()) == 1
         assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 2
         assert session.scalar(select(func.count()).select_from(CandidateRow)) == 2
 

@@ -55,7 +55,7 @@ def test_a_build_failure_is_repaired_without_a_judge_round(tmp_path: Path) -> No
 
 
 def test_repairs_are_bounded_every_attempt_is_recorded_and_the_judge_reads_the_last(tmp_path: Path) -> None:
-    replies = [coder_reply(BROKEN[0]), coder_reply(BROKEN[1]), coder_reply(CRASHING), judge_reply("fix it"),
+    replies = [coder_reply(BROKEN[0]), coder_reply(BROKEN[1]), coder_reply(CRASHING), judge_reply("fix the launch bounds"),
                coder_reply(FAST)]
     summary, executor, db = _run(tmp_path, replies, rounds=2)
     calls = _calls(db)

@@ -72,7 +72,7 @@ def test_a_malformed_judge_reply_is_asked_again_once(tmp_path: Path) -> None:
     assert retry[-2] == {"role": "assistant", "content": CODE_AS_ADVICE}
     assert "could not be used: the reply has no JSON object" in retry[-1]["content"]
     assert "Make this change: return the kernel's output unscaled" in calls[3].messages[-1]["content"]
-    assert "could not be parsed" not in (Path(summary["folder"]) / "report.md").read_text()
+    assert "not usable" not in (Path(summary["folder"]) / "report.md").read_text()
 
 
 def test_a_judge_that_stays_malformed_is_reported_and_its_text_is_not_the_change(tmp_path: Path) -> None:
@@ -81,9 +81,9 @@ def test_a_judge_that_stays_malformed_is_reported_and_its_text_is_not_the_change
     summary, db = _run(tmp_path, replies)
     coder_prompt = _calls(db)[-1].messages[-1]["content"]
     assert "Make this change" not in coder_prompt and "class ModelNew:\n    pass  # 200 lines" not in coder_prompt
-    assert "The reviewer's answer could not be parsed" in coder_prompt
+    assert "No reviewer advice this round" in coder_prompt
     folder = Path(summary["folder"])
-    assert "round 2: the judge's reply could not be parsed, twice" in (folder / "report.md").read_text()
+    assert "round 2: the judge's advice was not usable, twice" in (folder / "report.md").read_text()
     notes = [json.loads(line) for line in (folder / "transcript.jsonl").read_text().splitlines()]
-    assert any("could not be parsed" in entry.get("note", "") for entry in notes)
+    assert any("the round ran without advice" in entry.get("note", "") for entry in notes)
     assert summary["status"] == "finished" and summary["best"]["speedup"] == 1.5
