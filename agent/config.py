@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from agent.search.tuning import TuneBudget
 
 from harness.device import Device
 from harness.policy import EvalPolicy
@@ -37,4 +39,13 @@ class OptimizeConfig(BaseModel):
                                       "approaches rather than N samples of one.")
     max_llm_failures: int = Field(3, ge=1, description="Stop the run (status failed) after this many LLM calls "
                                                        "in a row fail.")
+    tune_budget: str = Field("8", description="Tuning of kernels that declare TUNE (agent/search/tunables.py): "
+                             "at most this many variants screened per kernel (8), or this many seconds (60s); 0 "
+                             "turns it off. No LLM call per variant; the winner is evaluated in full.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")
+
+    @field_validator("tune_budget")
+    @classmethod
+    def _budget(cls, value: str) -> str:
+        TuneBudget.parse(value)
+        return value

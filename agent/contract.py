@@ -52,6 +52,13 @@ _DIRECTIONS = {
 }
 
 
+TUNING = """Tunable constants (optional): a module-level literal `TUNE = {"BLOCK": [64, 32, 128]}` declares
+compile-time constants to try (at most 4 names, 8 values each; the FIRST value is the default your file uses).
+Read each from the first value, e.g. `extra_cflags=[...] + [f"-D{k}={v[0]}" for k, v in TUNE.items()]`, and
+use the names in your C++ as constants. The harness builds and screens variants with each list pinned to one
+value (no extra reply from you) and keeps the fastest correct one; you see the table next round."""
+
+
 def direction(device: str, slot: int) -> str | None:
     """A different approach for each best-of-N slot of a first round (slot 0: none, the model's own choice)."""
     options = _DIRECTIONS["cpu" if device == "cpu" else "cuda"]
@@ -65,7 +72,7 @@ def device_contract(device: str) -> str:
     examples = [(name, (EXAMPLES / f"{stem}_{key}.py").read_text().strip())
                 for name, stem in (("ReLU", "light"), ("a weighted sum over one dimension", "weighted_sum"))]
     shown = "\n".join(f"Example ({name}):\n```python\n{text}\n```" for name, text in examples)
-    return f"{_DEVICE[key]}{_LIGHT.format(key=key.upper())}\n{STABLE_REFERENCE}\n{shown}"
+    return f"{_DEVICE[key]}{_LIGHT.format(key=key.upper())}\n{STABLE_REFERENCE}\n{shown}\n{TUNING}"
 
 
 def judging(device: str, policy: EvalPolicy) -> str:

@@ -18,6 +18,8 @@ from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candida
 from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_own_words,
                            judge_retry_messages, quoted_inline, repair_messages)
 from agent.recorder import RunRecorder
+from agent.search.tune_step import TuneStep
+from agent.search.tuning import TuneBudget
 from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
@@ -52,6 +54,9 @@ class Optimizer:
         self.history: list[str] = []  # one line per round: the change asked for, what was expected, what came
         self.advice: JudgeAdvice | UnusableAdvice | None = None
         self.lock = threading.Lock()
+        self.tuner = TuneStep(problem, config.device, config.policy, executor, recorder,
+                              TuneBudget.parse(config.tune_budget), self.say)
+        self.tuning_notes: list[str] = []  # the last round's tuning tables, for the judge
 
     def run(self) -> RunResult:
         best: Outcome | None = None
@@ -80,7 +85,7 @@ class Optimizer:
             else:
                 stale += 1
             focus = _focus(best, round_outcomes) or focus
-            self.others = _others(round_outcomes, focus)
+            self.others, self.tuning_notes = _others(round_outcomes, focus) + self.tuning_notes, []
             self.history.append(_history_line(round_, self.advice, round_outcomes, best))
             if best is not None:
                 self._profile(round_, best)
@@ -106,7 +111,23 @@ class Optimizer:
         outcomes = self._evaluate_round(round_, sources)
         for outcome in list(outcomes):
             outcomes += self._repair(round_, outcome)
-        return outcomes
+        return outcomes + self._tune(round_, outcomes)
+
+    def _tune(self, round_: int, outcomes: list[Outcome]) -> list[Outcome]:
+        """Each accepted kernel that declares tunables, tuned without an LLM call (agent/search/tune_step.py):
+        its winner, evaluated in full, joins the round."""
+        tuned_outcomes = []
+        for outcome in outcomes:
+            if not outcome.attempt.accepted or self.recorder.stopped:
+                continue
+            started = time.perf_counter()
+            tuned, lines = self.tuner.after(round_, outcome.slot, outcome.attempt.source)
+            self.seconds["evaluation"] += time.perf_counter() - started
+            self.tuning_notes += lines
+            if tuned is not None:
+                tuned_outcomes.append(Outcome(round_, outcome.slot, _attempt(tuned.source, tuned.evaluation),
+                                              tuned.evaluation, tuned.path, outcome.repair, tuned=tuned.label))
+        return tuned_outcomes
 
     def _repair(self, round_: int, outcome: Outcome) -> list[Outcome]:
         """Direct fixes of a candidate that failed to build or run: the coder gets its kernel and the error back,

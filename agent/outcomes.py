@@ -19,6 +19,7 @@ class Outcome:
     evaluation: Evaluation | None = None
     path: str | None = None
     repair: int = 0  # 0: the round's own candidate; n: its n-th direct fix after a failed build or run
+    tuned: str = ""  # a tuning winner (agent/search/tuning.py): its pinned values, e.g. "BLOCK=64"
 
 
 @dataclass

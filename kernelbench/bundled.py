@@ -9,6 +9,7 @@ from kernelbench.problem import Problem, ProblemError, load_problem, load_proble
 BUNDLED_ROOT = Path(__file__).parent / "bundled"
 PROBLEMS_ROOT = BUNDLED_ROOT / "problems"
 CANDIDATES_ROOT = BUNDLED_ROOT / "candidates"
+TUNABLE_ROOT = BUNDLED_ROOT / "tunable"  # kernels that declare TUNE (agent/search/tunables.py)
 
 
 def bundled_problems() -> list[Problem]:
@@ -38,6 +39,14 @@ def bundled_candidate(problem: Problem, device: str = "cpu") -> Path:
     path = CANDIDATES_ROOT / device / f"level{problem.level}" / f"{problem.problem_id}_{problem.name}.py"
     if not path.is_file():
         raise ProblemError(f"no bundled {device} candidate for {problem.key}")
+    return path
+
+
+def bundled_tunable(problem: Problem, device: str = "cpu") -> Path:
+    """A bundled kernel that declares tunable constants (TUNE), for the tuning sub-loop's demo and benchmark."""
+    path = TUNABLE_ROOT / device / f"level{problem.level}" / f"{problem.problem_id}_{problem.name}.py"
+    if not path.is_file():
+        raise ProblemError(f"no bundled tunable {device} kernel for {problem.key}")
     return path
 
 

@@ -226,6 +226,8 @@ def optimize_command(
     budget_usd: BudgetUsd = None,
     time_limit: Annotated[Optional[float], typer.Option(min=1.0, help="Seconds after which no new round "
                                                                       "starts.")] = None,
+    tune_budget: Annotated[str, typer.Option(help="Per kernel that declares TUNE constants: screen at most N "
+                                                  "variants (8) or N seconds (60s), no LLM call each; 0: off.")] = "8",
     resume: Annotated[Optional[str], typer.Option(help="Continue this run where it stopped, with its stored models "
                                                        "and budgets (model options given here replace the stored "
                                                        "ones).")] = None,
@@ -241,7 +243,8 @@ def optimize_command(
     from kernelwright.optimize_service import model_spec, optimize_config, run_optimize
 
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
-                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
+                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit,
+                             tune_budget=tune_budget)
     summary = run_optimize(problem, config, model_spec(prices=prices, **vars(models)), db, resume,
                            progress=lines(), shrink=shrink)
     render.print_optimize(summary, json_output)

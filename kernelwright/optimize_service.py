@@ -46,6 +46,12 @@ def model_spec(prices: str | None = None, **options: Any) -> ModelSpec:
 
 def optimize_config(execution: Execution, **settings: Any) -> OptimizeConfig:
     """An optimize run's config: where it runs (shared with sweeps) and its rounds and budgets (`settings`)."""
+    from agent.search.tuning import TuneBudget
+
+    try:
+        TuneBudget.parse(settings.get("tune_budget", "8"))
+    except ValueError as exc:
+        raise UsageError(f"--tune-budget: {exc}") from None
     return OptimizeConfig(**execution.model_dump(), **settings)
 
 

@@ -91,6 +91,23 @@ def record_evaluation(sessions: sessionmaker[Session], problem: Problem, source:
         return row.id
 
 
+def find_candidate_id(sessions: sessionmaker[Session], problem: Problem, source_hash: str, run_id: str | None) -> int | None:
+    """The stored candidate with this source for this problem in this run (None: not stored)."""
+    same_run = CandidateRow.run_id == run_id if run_id else CandidateRow.run_id.is_(None)
+    with sessions() as session:
+        return session.scalar(select(CandidateRow.id).join(ProblemRow, CandidateRow.problem_ref == ProblemRow.id)
+                              .where(ProblemRow.fingerprint == problem.fingerprint,
+                                     CandidateRow.source_hash == source_hash, same_run).limit(1))
+
+
+def record_candidate(sessions: sessionmaker[Session], problem: Problem, source: str, source_hash: str,
+                     run_id: str | None = None, origin: str | None = None, **fields: Any) -> int:
+    """A candidate with no result of its own (a tuning variant that was only screened); returns its id."""
+    with sessions.begin() as session:
+        problem_row = upsert_problem(session, problem)
+        return upsert_candidate(session, problem_row, source, source_hash, run_id, origin, **fields).id
+
+
 def add_evaluation(sessions: sessionmaker[Session], candidate_id: int, evaluation: Evaluation,
                    rescore_of: int | None = None) -> int:
     """Another evaluation of a stored candidate (a re-verification; `rescore_of`: the evaluation it re-judges);
