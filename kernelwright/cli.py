@@ -163,6 +163,8 @@ def gate_command(
     workers: Workers = None,
     no_store: Annotated[bool, flag("--no-store", help="Do not record the re-measurements of --solutions (those "
                                                       "of stored kernels are always kept with them).")] = False,
+    min_speedup: Annotated[Optional[float], typer.Option(
+        help="Also fail a kernel re-measured below this speedup (from 1.0 up: not significantly faster).")] = None,
     json_output: JsonRows = False,
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
@@ -173,8 +175,10 @@ def gate_command(
     policy = eval_policy(policy_level)
     with progress("verifying") as say:
         results = gate_folder(solutions, problems_dir, device, policy, progress=say, shrink=shrink, workers=workers,
-                              problem_filter=problem, db_url=db, store=not no_store, run_id=run) if solutions \
-            else gate_store(db, device, policy, run, problem, progress=say, workers=workers, shrink=shrink)
+                              problem_filter=problem, db_url=db, store=not no_store, run_id=run,
+                              min_speedup=min_speedup) if solutions \
+            else gate_store(db, device, policy, run, problem, progress=say, workers=workers, shrink=shrink,
+                            min_speedup=min_speedup)
     render.print_gate(results, json_output)
     exit_unless(all(result.ok for result in results))
 
@@ -276,7 +280,9 @@ def export_command(
     output: Annotated[Path, typer.Argument(metavar="OUTPUT", help="The JSONL file to write.")],
     format: Annotated[str, typer.Option("--format", help="sft, rl, preference or pairs.")] = "rl",
     run: Annotated[Optional[list[str]], typer.Option("--run", help="Only these runs (repeatable).")] = None,
-    min_speedup: Annotated[float, typer.Option(help="Accepted kernels below this speedup are left out.")] = 0.0,
+    min_speedup: Annotated[Optional[float], typer.Option(
+        help="Kernels below this speedup are no target; from 1.0 up they must also be significantly faster "
+             "(default: 1.0 for sft, preference and pairs; 0 for rl).")] = None,
     reward: Annotated[str, typer.Option("--reward", help="The rl reward's definition: interval (what the "
                                         "speedup's interval guarantees) or point (the point estimate, as "
                                         "before).")] = "interval",

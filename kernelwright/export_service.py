@@ -19,8 +19,14 @@ def card_path(output: Path) -> Path:
     return output.with_name(output.name + ".card.json")
 
 
+def default_min_speedup(kind: str) -> float:
+    """What `--min-speedup` is when not given: an sft, preference or pairs dataset holds up only kernels
+    significantly faster than the reference (1.0); rl keeps every accepted kernel (its reward says how good)."""
+    return 0.0 if kind == "rl" else 1.0
+
+
 def export_dataset(kind: str, output: Path, db_url: str | None, run_ids: list[str] | None,
-                   min_speedup: float, reward_definition: str = DEFAULT_REWARD) -> int:
+                   min_speedup: float | None, reward_definition: str = DEFAULT_REWARD) -> int:
     """Write the records and their card; returns how many records were written."""
     if kind not in BUILDERS:
         raise UsageError(f"--format {kind!r}: choose one of {', '.join(BUILDERS)}")
@@ -30,6 +36,8 @@ def export_dataset(kind: str, output: Path, db_url: str | None, run_ids: list[st
     missing = [run_id for run_id in run_ids or [] if get_run_row(sessions, run_id) is None]
     if missing:
         raise UsageError(f"no run {', '.join(map(repr, missing))} in this store (see `kernelwright runs list`)")
+    if min_speedup is None:
+        min_speedup = default_min_speedup(kind)
     stored = candidate_rows(sessions, run_ids)
     rows = dedupe(stored)
     if kind == "rl":

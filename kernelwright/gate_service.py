@@ -20,6 +20,7 @@ from kernelbench.shrink import shrink_problem
 from kernelbench.problem import Problem, fingerprint_source, load_problems
 from kernelwright.eval_service import SHRINK_HINT, UsageError, unallocatable
 from kernelwright.interrupts import stop_on_ctrl_c
+from reports.speedups import faster, speedup_cell
 from store import CandidateRow, open_store, record_evaluation
 from store.results import StoredSpeedup, accepted_candidates, add_evaluation, problem_of, stored_speedup
 
@@ -33,6 +34,7 @@ class GateOutcome(str, Enum):
     TAMPERED = "tampered"  # the stored source or problem no longer matches its hash: not re-evaluated
     UNREPRODUCED = "unreproduced"  # accepted again, but the stored speedup is out of reach of the re-measurement
     UNMATCHED = "unmatched"  # a solution file that no problem matches
+    TOO_SLOW = "too_slow"  # accepted, but not the gain `--min-speedup` requires
 
 
 @dataclass
@@ -46,6 +48,7 @@ class GateResult:
     stored_speedup: float | None = None  # what the store held for this kernel on this device before the gate
     evaluation_id: int | None = None  # where the re-measurement is stored
     shrunk: str | None = None  # the size changes when the problem was shrunk to the CPU budget
+    significant: bool | None = None  # the re-measured interval clears 1.0 (and the noise floor)
 
     @property
     def ok(self) -> bool:
@@ -54,6 +57,7 @@ class GateResult:
     def as_json(self) -> dict[str, object]:
         return {"problem": self.problem, "shrunk": self.shrunk, "kernel": self.kernel, "verdict": self.verdict,
                 "ok": self.ok, "speedup": self.speedup, "speedup_ci": list(self.interval) if self.interval else None,
+                "speedup_significant": self.significant,
                 "stored_speedup": self.stored_speedup, "evaluation_id": self.evaluation_id, "reasons": self.reasons}
 
 
@@ -129,13 +133,33 @@ def evaluate_all(work: list[tuple[Problem, str]], device: str, policy: EvalPolic
         executor.shutdown()
 
 
+def require_speedup(results: list[GateResult], min_speedup: float | None) -> list[GateResult]:
+    """`--min-speedup X`: a kernel that still holds but is re-measured below X, or (from X = 1.0 up) not
+    significantly faster than the reference, fails the gate as `too_slow`."""
+    if min_speedup is None:
+        return results
+    for result in results:
+        if not result.ok:
+            continue
+        gain = result.speedup is not None and result.speedup >= min_speedup and (
+            min_speedup < 1.0 or faster(result.speedup, result.interval, result.significant))
+        if not gain:
+            result.verdict = GateOutcome.TOO_SLOW.value
+            result.reasons = [f"[min-speedup] re-measured "
+                              f"{speedup_cell(result.speedup, result.interval, result.significant)}: the gate "
+                              f"requires at least {min_speedup:g}x" + (", significantly faster than the reference"
+                                                                      if min_speedup >= 1.0 else "")] + result.reasons
+    return results
+
+
 def _interval(evaluation: Evaluation) -> tuple[float, float] | None:
     return tuple(evaluation.speedup_ci) if evaluation.speedup_ci else None  # type: ignore[return-value]
 
 
 def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str | None = None,
                problem_filter: str | None = None, progress: Progress | None = None,
-               workers: int | None = None, shrink: bool = False) -> list[GateResult]:
+               workers: int | None = None, shrink: bool = False,
+               min_speedup: float | None = None) -> list[GateResult]:
     """Re-verify the store's accepted kernels; each re-measurement is stored as a new evaluation of the same
     candidate (so `runs best` counts it), as soon as it is made."""
     if shrink:
@@ -166,11 +190,12 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
         verdict = GateOutcome.UNREPRODUCED.value if unreproduced else evaluation.verdict.value
         results[row.id] = GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
                                      ([unreproduced] if unreproduced else []) + evaluation.reasons,
-                                     _interval(evaluation), stored[row.id].speedup, evaluation_id, problem.shrunk)
+                                     _interval(evaluation), stored[row.id].speedup, evaluation_id, problem.shrunk,
+                                     evaluation.speedup_significant)
 
     evaluate_all([(problem_of(row.problem), row.source) for row in intact], device, policy, workers, progress,
                   keep)
-    return [results[row.id] for row in rows]
+    return require_speedup([results[row.id] for row in rows], min_speedup)
 
 
 def _matched(solutions: Path, problems_path: Path | None, problem_filter: str | None,
@@ -194,7 +219,8 @@ def _matched(solutions: Path, problems_path: Path | None, problem_filter: str | 
 def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy: EvalPolicy,
                 progress: Progress | None = None, shrink: bool = False, workers: int | None = None,
                 problem_filter: str | None = None, db_url: str | None = None,
-                store: bool = True, run_id: str | None = None) -> list[GateResult]:
+                store: bool = True, run_id: str | None = None,
+                min_speedup: float | None = None) -> list[GateResult]:
     """Each solution against its problem (matched by file name), only problems whose key contains
     `problem_filter` when given; `shrink` rescales problems to the CPU budget. Every evaluation is stored (unless
     `store` is False) as it finishes."""
@@ -218,10 +244,11 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
             evaluation_id = record_evaluation(sessions, problem, file.read_text(), evaluation,
                                               origin=f"gate of {file}")
         results[file] = GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
-                                   evaluation.reasons, _interval(evaluation), None, evaluation_id, problem.shrunk)
+                                   evaluation.reasons, _interval(evaluation), None, evaluation_id, problem.shrunk,
+                                   evaluation.speedup_significant)
 
     evaluate_all([(p, f.read_text()) for f, p in work], device, policy, workers, progress, keep)
-    return [results.get(file) or _unmatched(file) for file in files]
+    return require_speedup([results.get(file) or _unmatched(file) for file in files], min_speedup)
 
 
 def _unmatched(file: Path) -> GateResult:

@@ -179,16 +179,9 @@ def gate_table(results: list[Any]) -> Table:
     for r in results:
         colour = "green" if r.ok else "red"
         table.add_row(escape(problem_label(r.problem, r.shrunk)), escape(r.kernel), f"[{colour}]{r.verdict}[/]",
-                      interval_label(r.speedup, r.interval), _speed(r.stored_speedup),
+                      escape(speedup_cell(r.speedup, r.interval, r.significant)), _speed(r.stored_speedup),
                       "" if r.ok else escape(clip((r.reasons or [""])[0], 300)))
     return table
-
-
-def interval_label(speedup: float | None, interval: tuple[float, float] | None) -> str:
-    """`1.02x [0.98-1.06]`: the point estimate with its 95% interval, never one without the other."""
-    if speedup is None:
-        return "-"
-    return f"{speedup:.2f}x" + (f" [{interval[0]:.2f}-{interval[1]:.2f}]" if interval else " [no interval]")
 
 
 def optimize_table(summary: dict[str, Any]) -> Table:

@@ -79,6 +79,24 @@ def _unique(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
+def _significantly_faster(row: dict[str, Any]) -> bool:
+    """Above 1.0x beyond the noise: the harness's judgement, else the interval (a record from before intervals
+    were kept is taken at its point estimate)."""
+    if row["speedup"] is None or row["speedup"] <= 1.0:
+        return False
+    if row.get("speedup_significant") is not None:
+        return bool(row["speedup_significant"])
+    interval = row.get("speedup_ci")
+    return not interval or interval[0] > 1.0
+
+
+def meets(row: dict[str, Any], min_speedup: float) -> bool:
+    """An accepted kernel a dataset may hold up as a target: at least `min_speedup` and, from 1.0 up, also
+    significantly faster than the reference (a kernel inside the noise is no speedup, whatever its point)."""
+    return row["speedup"] is not None and row["speedup"] >= min_speedup and (
+        min_speedup < 1.0 or _significantly_faster(row))
+
+
 def _by_problem(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -88,7 +106,7 @@ def _by_problem(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 def sft_records(rows: list[dict[str, Any]], min_speedup: float = 0.0) -> list[dict[str, Any]]:
     records = []
-    for group in _by_problem([r for r in rows if _accepted(r) and r["prompt"] and r["speedup"] >= min_speedup]).values():
+    for group in _by_problem([r for r in rows if _accepted(r) and r["prompt"] and meets(r, min_speedup)]).values():
         top = max(r["speedup"] for r in group)
         best = min((r for r in group if r["speedup"] >= TOP_TOLERANCE * top), key=lambda r: len(rationale(r)))
         records.append({**_common(best), "prompt": best["prompt"], "rationale": rationale(best),
@@ -107,7 +125,7 @@ def rl_records(rows: list[dict[str, Any]], min_speedup: float = 0.0,
 def preference_records(rows: list[dict[str, Any]], min_speedup: float = 0.0) -> list[dict[str, Any]]:
     records = []
     for group in _by_problem(_unique(r for r in rows if r["prompt"])).values():
-        chosen_pool = [r for r in group if _accepted(r) and r["speedup"] >= min_speedup]
+        chosen_pool = [r for r in group if _accepted(r) and meets(r, min_speedup)]
         for chosen in chosen_pool:
             for other in group:
                 better = (not _accepted(other)) or chosen["speedup"] >= PREFERENCE_MARGIN * other["speedup"]
@@ -133,7 +151,7 @@ def pair_records(rows: list[dict[str, Any]], min_speedup: float = 0.0) -> list[d
     records = []
     accepted = [r for r in rows if _accepted(r)]
     for group in _by_problem(accepted).values():
-        for fast in (r for r in group if r["speedup"] >= min_speedup):
+        for fast in (r for r in group if meets(r, min_speedup)):
             for slow in group:
                 if slow is fast or slow["device"] != fast["device"] or not _apart(fast, slow):
                     continue

@@ -89,3 +89,19 @@ def test_a_best_kernel_that_is_not_faster_reads_no_speedup_found() -> None:
     assert "no speedup found (0.24x [0.23-0.25] slower)" in console.export_text()
     best = {"speedup": 1.1, "speedup_ci": [0.97, 1.25], "speedup_significant": False, "round": 1, "path": "b.py"}
     assert "1.10x [0.97-1.25] not significant" in best_label(best, False)
+
+
+def test_gate_min_speedup_fails_a_kernel_that_holds_but_is_not_faster() -> None:
+    from kernelwright.gate_service import GateResult, require_speedup
+
+    def results() -> list[GateResult]:
+        return [GateResult("GELU", "candidate 1", "accepted", 0.24, [], (0.23, 0.25), significant=True),
+                GateResult("ReLU", "candidate 2", "accepted", 1.1, [], (0.97, 1.25), significant=False),
+                GateResult("Softmax", "candidate 3", "accepted", 1.6, [], (1.4, 1.8), significant=True),
+                GateResult("Tanh", "candidate 4", "incorrect", None, ["[compare] wrong"])]
+
+    assert [r.ok for r in require_speedup(results(), None)] == [True, True, True, False]  # correctness only
+    gated = require_speedup(results(), 1.0)
+    assert [r.verdict for r in gated] == ["too_slow", "too_slow", "accepted", "incorrect"]
+    assert gated[1].reasons[0].startswith("[min-speedup] re-measured 1.10x [0.97-1.25] not significant")
+    assert [r.verdict for r in require_speedup(results(), 0.2)][:3] == ["accepted"] * 3  # below 1.0: the point

@@ -125,7 +125,8 @@ def test_export_from_a_scripted_run_loads_with_datasets(tmp_path: Path) -> None:
     kernelwright = str(Path(sys.executable).parent / "kernelwright")
     for kind in ("sft", "rl", "preference"):
         out = tmp_path / f"{kind}.jsonl"
-        done = subprocess.run([kernelwright, "export", str(out), "--format", kind, "--db", db],
+        done = subprocess.run([kernelwright, "export", str(out), "--format", kind, "--db", db,
+                               "--min-speedup", "0"],  # the CPU ReLU may be no faster: keep it as a target here
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
         loaded = datasets.load_dataset("json", data_files=str(out), split="train")
@@ -133,3 +134,13 @@ def test_export_from_a_scripted_run_loads_with_datasets(tmp_path: Path) -> None:
         if kind == "rl":
             assert sorted(loaded["verdict"]) == ["accepted", "incorrect"]
             assert [r for v, r in zip(loaded["verdict"], loaded["reward"]) if v == "incorrect"] == [0.0]
+
+
+def test_a_kernel_not_significantly_faster_is_no_target_from_min_speedup_one() -> None:
+    slower = _row(6, "accepted", 0.24, "slower", problem="fp3")
+    tie = {**_row(7, "accepted", 1.16, "tie", problem="fp4"), "speedup_ci": [0.95, 1.4], "speedup_significant": False}
+    rows = [*ROWS, slower, tie]
+    assert {r["problem_fingerprint"] for r in sft_records(rows, min_speedup=1.0)} == {"fp1", "fp2"}
+    assert {r["problem_fingerprint"] for r in sft_records(rows)} == {"fp1", "fp2", "fp3", "fp4"}  # 0 keeps all
+    chosen = {r["chosen"] for r in preference_records(rows, min_speedup=1.0)}
+    assert "slow" not in chosen and "tie" not in chosen and "fast-terse" in chosen
