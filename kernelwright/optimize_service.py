@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
@@ -122,6 +123,7 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
     """Start a run, or with `resume` continue one from its stored spec (options given in `models` replace the
     stored ones; budgets and policy are the run's own). `shrink` rescales the problem to the CPU budget first
     (the stored problem is the shrunk one, marked as such, so a resumed run goes on with it)."""
+    started = time.perf_counter()
     sessions = open_store(db_url, create=not resume)
     if resume:
         stored_run = stored_spec(sessions, resume)
@@ -150,7 +152,17 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
         recorder = RunRecorder.start(sessions, problem, spec, home())
     _note_unpriced(recorder, missing)
     summary = _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
-    return _with_envelope(summary, problem, recorder.spec.optimize, progress)
+    loop_ended = time.perf_counter()
+    summary = _with_envelope(summary, problem, recorder.spec.optimize, progress)
+    return {**summary, "seconds": _command_seconds(summary["seconds"], started, loop_ended)}
+
+
+def _command_seconds(seconds: dict[str, float], started: float, loop_ended: float) -> dict[str, float]:
+    """The loop's split, with `wall` the whole command (setup, loop, envelope and export) and `envelope` the
+    part after the loop, so the parts add up to what the user waited."""
+    now = time.perf_counter()
+    return {**seconds, "loop": seconds.get("wall", 0.0), "envelope": round(now - loop_ended, 3),
+            "wall": round(now - started, 3)}
 
 
 def _with_envelope(summary: dict[str, Any], problem: Problem, config: OptimizeConfig,

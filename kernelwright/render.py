@@ -14,7 +14,7 @@ from kernelbench.problem import Problem, problem_label
 from kernelwright.cli_boundary import note, stderr
 from reports.metrics import FAST_P
 from reports.run_report import NO_SPEEDUP, clip
-from reports.speedups import result_cell, speedup_cell
+from reports.speedups import result_cell, speedup_cell, speedup_origin
 
 if TYPE_CHECKING:
     from kernelwright.eval_service import EvalOutcome
@@ -98,8 +98,11 @@ def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
     if evaluation.speedup is not None:
         low, high = evaluation.speedup_ci or (evaluation.speedup, evaluation.speedup)
         table.add_row("speedup", f"{evaluation.speedup:.3f}x  (95% CI {low:.3f}-{high:.3f})")
-    table.add_row("reference", _ms(evaluation.ref_ms))
-    table.add_row("candidate", _ms(evaluation.candidate_ms))
+        origin = speedup_origin(evaluation.isolation.get("precision"))
+        table.add_row("speedup is the", escape(origin) if origin else "reference's median time over the candidate's")
+    table.add_row("reference", _ms(evaluation.ref_ms) + (" (median of all calls)" if evaluation.ref_ms else ""))
+    table.add_row("candidate", _ms(evaluation.candidate_ms) + (" (median of all calls)" if evaluation.candidate_ms
+                                                               else ""))
     if evaluation.trials:
         passed = sum(t.passed for t in evaluation.trials)
         worst = max((t.max_abs_error or 0.0) for t in evaluation.trials)

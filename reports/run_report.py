@@ -11,10 +11,14 @@ from typing import Any
 
 from harness.records import Verdict
 from kernelbench.problem import problem_label
-from reports.metrics import FAST_P
+from reports.metrics import FAST_P, fast_p_fraction
+from reports.speedups import SPEEDUP_NOTE
 
-_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f3f3f3}.accepted{color:#176f2c}"
+# tables never wider than the window (1280 px and less): cells wrap, anywhere if a word is longer than the column
+_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1400px}"
+          "table{border-collapse:collapse;margin:1em 0;max-width:100%;table-layout:auto}"
+          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;overflow-wrap:anywhere;word-break:break-word}"
+          "td:last-child{min-width:12em}th{background:#f3f3f3}.accepted{color:#176f2c}"
           ".failed{color:#b3261e}svg{border:1px solid #ddd;margin:0.5em 1em 0.5em 0}")
 
 
@@ -97,15 +101,16 @@ def _axes(x_label: str, y_label: str) -> str:
             f'{html.escape(y_label)}</text>')
 
 
-def _fast_p_curve(speedups: list[float], total: int) -> str:
-    """`speedups`: each problem's best accepted speedup (one per problem, so the fraction never exceeds 1)."""
+def _fast_p_curve(best: list[tuple[float, float]], total: int) -> str:
+    """`best`: each problem's best accepted (speedup, interval's lower end), one per problem (so the fraction never
+    exceeds 1); the curve counts as the fast_p table above it does."""
     ps = [i / 10 for i in range(0, 31)]
-    points = " ".join(f"{45 + p * 128:.1f},{180 - 150 * (sum(s > p for s in speedups) / total if total else 0):.1f}"
-                      for p in ps)
+    points = " ".join(f"{45 + p * 128:.1f},{180 - 150 * fast_p_fraction(best, total, p):.1f}" for p in ps)
     ticks = "".join(f'<text x="{45 + p * 128:.0f}" y="195" font-size="10">{p:g}</text>' for p in (0, 1, 2, 3))
     scale = _y_ticks([(180 - 150 * f, f"{f:.0%}") for f in (0, 0.5, 1)], 40)
     return (f'<svg role="img" aria-label="fast_p" width="470" height="210"><text x="10" y="15" font-size="12">'
-            f'fast_p: fraction of all problems correct and faster than p</text>{scale}<polyline points="{points}" '
+            f'fast_p: fraction of all problems correct and faster than p (whole interval)</text>{scale}'
+            f'<polyline points="{points}" '
             f'fill="none" stroke="#d0704a" stroke-width="2"/><line x1="45" y1="180" x2="430" y2="180" stroke="#999"/>'
             f'{ticks}{_axes("p (speedup threshold)", "fraction of problems")}</svg>')
 
@@ -163,10 +168,10 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
         links[label] = f"kernels/{name}"
     rows = _rows(details)
     speedups = [r["speedup"] for r in rows if r["verdict"] == Verdict.ACCEPTED and r["speedup"]]
-    best: dict[str, float] = {}
+    best: dict[str, tuple[float, float]] = {}  # per problem: the best accepted (speedup, interval's lower end)
     for r in rows:
-        if r["verdict"] == Verdict.ACCEPTED and r["speedup"]:
-            best[r["problem"]] = max(best.get(r["problem"], 0.0), r["speedup"])
+        if r["verdict"] == Verdict.ACCEPTED and r["speedup"] and r["speedup"] > best.get(r["problem"], (0.0, 0.0))[0]:
+            best[r["problem"]] = (r["speedup"], (r.get("speedup_ci") or [r["speedup"]])[0])
     total = len({r["problem"] for r in rows})
     table = "".join(
         f"<tr><td>{html.escape(str(r['problem']))}</td><td>{html.escape(_round(r))}</td><td class="
@@ -183,7 +188,7 @@ def write_report(details: dict[str, Any], folder: Path, kernels: dict[str, str])
             f"<div>{_histogram(speedups)}{_fast_p_curve(list(best.values()), total)}{_progress(rows)}</div>"
             f"<table><tr><th>problem</th><th>{_round_heading(rows)}</th><th>verdict</th><th>speedup</th>"
             f"<th>95% interval</th><th>reference</th><th>candidate</th><th>kernel</th><th>first reason</th></tr>"
-            f"{table}</table>"
+            f"{table}</table><p>{html.escape(SPEEDUP_NOTE)}</p>"
             f"{_judge_html(details.get('judge') or [])}"
             f"{_costs_html(details.get('costs') or {}, not details.get('unpriced_models'))}"
             f"{_child_runs_html(rows)}</body></html>")
@@ -286,7 +291,7 @@ def _markdown(details: dict[str, Any], rows: list[dict[str, Any]]) -> str:
         lines.append(f"| {level} | {m['problems']} | {m['correctness_rate']:.0%} | "
                      + " | ".join(f"{m['fast_p'][f'{p:g}']:.0%}" for p in FAST_P)
                      + f" | {'-' if geo is None else f'{geo:.2f}x'} |")
-    lines += ["", NOISE_NOTE]
+    lines += ["", NOISE_NOTE, "", SPEEDUP_NOTE]
     lines += ["", f"| problem | {_round_heading(rows)} | verdict | speedup | 95% interval | reference | "
                   "candidate |",
               "|---|---|---|---|---|---|---|"]

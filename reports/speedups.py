@@ -5,7 +5,7 @@ Plain values in, text out, so the CLI, the agent's progress lines and the report
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 NO_SPEEDUP_FOUND = "no speedup found"
 
@@ -53,3 +53,17 @@ def result_cell(speedup: float | None, interval: Interval, significant: bool | N
     if faster(speedup, interval, significant):
         return measured(speedup, interval, digits)
     return f"{NO_SPEEDUP_FOUND} ({speedup_cell(speedup, interval, significant, digits)})"
+
+
+SPEEDUP_NOTE = ("speedup: the reference's median time over the kernel's, taken in each independent set of processes; "
+                "with several sets, the median of the sets' speedups. The reference and candidate times are medians "
+                "over all timed calls of all sets, so their ratio can differ from the speedup.")
+
+
+def speedup_origin(precision: dict[str, Any] | None) -> str | None:
+    """Which medians a speedup comes from: `median of 3 process sets: 2.10x, 2.26x, 2.31x`, None for one set."""
+    sets = (precision or {}).get("set_speedups") or []
+    if len(sets) < 2:
+        return None
+    return (f"median of {len(sets)} process sets' speedups: {', '.join(f'{s:.2f}x' for s in sets)} (each the set's "
+            "median reference time over its median kernel time)")

@@ -42,6 +42,8 @@ def _run_with_a_later_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> t
         models = ModelSpec(model="scripted-model", base_url=server.url, api_key_env="LOCAL_KEY")
         summary = run_optimize("relu", OptimizeConfig(device="cpu", rounds=1), models, db,
                                executor=ScriptedExecutor())
+    seconds = summary["seconds"]  # --json's wall is the whole command: the loop and what came after it
+    assert seconds["wall"] >= seconds["loop"] + seconds["envelope"] - 0.01 and seconds["envelope"] >= 0
     sessions = open_store(db, create=False)
     (candidate,) = accepted_candidates(sessions, summary["run_id"])
     gate = Evaluation(verdict=Verdict.ACCEPTED, problem_name="ReLU", problem_fingerprint="f",
@@ -105,3 +107,34 @@ def test_gate_min_speedup_fails_a_kernel_that_holds_but_is_not_faster() -> None:
     assert [r.verdict for r in gated] == ["too_slow", "too_slow", "accepted", "incorrect"]
     assert gated[1].reasons[0].startswith("[min-speedup] re-measured 1.10x [0.97-1.25] not significant")
     assert [r.verdict for r in require_speedup(results(), 0.2)][:3] == ["accepted"] * 3  # below 1.0: the point
+
+
+def test_the_fast_p_chart_counts_as_the_fast_p_table_does() -> None:
+    import re
+
+    from reports.metrics import summarize
+    from reports.run_report import _fast_p_curve
+
+    rows = [{"level": 1, "verdict": "accepted", "speedup": 1.3, "speedup_ci": [0.9, 1.6]},  # holds 1.0
+            {"level": 1, "verdict": "accepted", "speedup": 2.0, "speedup_ci": [1.8, 2.2]}]
+    table = summarize(rows)["fast_p"]
+    points = re.search(r'polyline points="([^"]+)"', _fast_p_curve([(1.3, 0.9), (2.0, 1.8)], 2)).group(1).split()
+    heights = {round((float(x) - 45) / 128, 1): (180 - float(y)) / 150 for x, y in (p.split(",") for p in points)}
+    for p in (0.0, 0.5, 0.8, 1.0, 1.5, 2.0):
+        assert heights[p] == pytest.approx(table[f"{p:g}"]), p
+    assert table["1"] == 0.5  # the point estimates alone would say 100%
+
+
+def test_report_tables_wrap_inside_a_1280_px_window() -> None:
+    from reports.run_report import _STYLE
+
+    assert "table{" in _STYLE and "max-width:100%" in _STYLE.split("table{")[1].split("}")[0]
+    assert "overflow-wrap:anywhere" in _STYLE  # a long unbroken reason wraps instead of widening its column
+
+
+def test_the_eval_table_says_which_medians_the_speedup_comes_from() -> None:
+    from reports.speedups import speedup_origin
+
+    origin = speedup_origin({"set_speedups": [2.1, 2.264, 2.31]})
+    assert origin is not None and origin.startswith("median of 3 process sets' speedups: 2.10x, 2.26x, 2.31x")
+    assert speedup_origin({"set_speedups": [1.2]}) is None and speedup_origin(None) is None
