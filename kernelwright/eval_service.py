@@ -26,6 +26,7 @@ class EvalOutcome:
     evaluation: Evaluation
     evaluation_id: int | None
     shrink: ShrinkResult | None = None
+    source: str | None = None  # the candidate's file: a build error's lines are mapped back to it
 
 
 def read_candidate(path: Path) -> str:
@@ -141,7 +142,7 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     evaluation_id = None
     if sessions is not None:
         evaluation_id = record_evaluation(sessions, problem, source, evaluation, origin=str(candidate_path))
-    return EvalOutcome(problem, evaluation, evaluation_id, shrunk)
+    return EvalOutcome(problem, evaluation, evaluation_id, shrunk, source)
 
 
 def _declared_shapes(problem: Problem, shapes: list[str] | None) -> list[dict[str, int]] | None:

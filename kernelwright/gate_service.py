@@ -49,6 +49,7 @@ class GateResult:
     evaluation_id: int | None = None  # where the re-measurement is stored
     shrunk: str | None = None  # the size changes when the problem was shrunk to the CPU budget
     significant: bool | None = None  # the re-measured interval clears 1.0 (and the noise floor)
+    source: str | None = None  # the kernel's file: its build errors are shown at its own lines
 
     @property
     def ok(self) -> bool:
@@ -191,7 +192,7 @@ def gate_store(db_url: str | None, device: str, policy: EvalPolicy, run_id: str 
         results[row.id] = GateResult(problem.key, f"candidate {row.id}", verdict, evaluation.speedup,
                                      ([unreproduced] if unreproduced else []) + evaluation.reasons,
                                      _interval(evaluation), stored[row.id].speedup, evaluation_id, problem.shrunk,
-                                     evaluation.speedup_significant)
+                                     evaluation.speedup_significant, row.source)
 
     evaluate_all([(problem_of(row.problem), row.source) for row in intact], device, policy, workers, progress,
                   keep)
@@ -245,7 +246,7 @@ def gate_folder(solutions: Path, problems_path: Path | None, device: str, policy
                                               origin=f"gate of {file}")
         results[file] = GateResult(problem.key, str(file), evaluation.verdict.value, evaluation.speedup,
                                    evaluation.reasons, _interval(evaluation), None, evaluation_id, problem.shrunk,
-                                   evaluation.speedup_significant)
+                                   evaluation.speedup_significant, file.read_text())
 
     evaluate_all([(p, f.read_text()) for f, p in work], device, policy, workers, progress, keep)
     return require_speedup([results.get(file) or _unmatched(file) for file in files], min_speedup)

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from harness import Evaluation
+from harness.feedback.failure_digest import digest_reason, headline
 from kernelbench.problem import Problem, problem_label
 from kernelwright.cli_boundary import note, stderr
 from reports.metrics import FAST_P
@@ -40,7 +41,7 @@ def print_evaluation(outcome: EvalOutcome, json_output: bool, self_check: bool) 
             data["self_check"] = self_check_verdict(outcome.evaluation)
         print(json.dumps(data), flush=True)
         return
-    print_table(evaluation_table(outcome.problem, outcome.evaluation))
+    print_table(evaluation_table(outcome.problem, outcome.evaluation, outcome.source))
     if self_check:
         print(self_check_verdict(outcome.evaluation), flush=True)
 
@@ -78,7 +79,7 @@ def print_gate(results: list[Any], json_output: bool) -> None:
         print_table(gate_table(results))
     for result in failed:
         stderr.print(f"[bold red]FAILED[/] {escape(result.problem)} ({escape(str(result.kernel))}): {result.verdict}: "
-                     f"{escape(result.reasons[0]) if result.reasons else ''}")
+                     f"{escape(digest_reason(result.reasons[0], result.source)) if result.reasons else ''}")
 
 
 def print_optimize(summary: dict[str, Any], json_output: bool) -> None:
@@ -91,7 +92,9 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f} ms"
 
 
-def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
+def evaluation_table(problem: Problem, evaluation: Evaluation, source: str | None = None) -> Table:
+    """The verdict, the speedup with its interval and where it comes from, and the reasons, a build's as the
+    model reads it: its compiler errors first, at the candidate's lines (the full log stays in the record)."""
     colour = "green" if evaluation.accepted else "red"
     table = Table(title=f"{escape(problem.label)} on {evaluation.device}", show_header=False)
     table.add_row("verdict", f"[bold {colour}]{evaluation.verdict.value}[/]")
@@ -120,7 +123,7 @@ def evaluation_table(problem: Problem, evaluation: Evaluation) -> Table:
     for line in envelope_lines(evaluation.envelope):
         table.add_row("envelope", escape(line))
     for reason in evaluation.reasons:
-        table.add_row("reason", escape(reason if len(reason) < 4000 else reason[:4000] + " ..."))
+        table.add_row("reason", escape(digest_reason(reason, source)))
     return table
 
 
@@ -183,7 +186,7 @@ def gate_table(results: list[Any]) -> Table:
         colour = "green" if r.ok else "red"
         table.add_row(escape(problem_label(r.problem, r.shrunk)), escape(r.kernel), f"[{colour}]{r.verdict}[/]",
                       escape(speedup_cell(r.speedup, r.interval, r.significant)), _speed(r.stored_speedup),
-                      "" if r.ok else escape(clip((r.reasons or [""])[0], 300)))
+                      "" if r.ok else escape(clip(headline((r.reasons or [""])[0], r.source), 300)))
     return table
 
 

@@ -30,7 +30,7 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
     best = best_evaluation(evaluations)
     attempts = sorted(evaluations + _unevaluated(evaluations, run_coder_calls(sessions, run_id)),
                       key=lambda e: (e["round"] or 0, e["slot"] or 0))
-    return {**run, "evaluations": [{k: v for k, v in e.items() if k != "source"} for e in attempts],
+    return {**run, "evaluations": [_shown(e) for e in attempts],
             "best": None if best is None else {"verdict": Verdict.ACCEPTED.value, "speedup": best["speedup"],
                                                "speedup_ci": best["speedup_ci"],
                                                "speedup_significant": best["speedup_significant"],
@@ -39,6 +39,17 @@ def run_details(db_url: str | None, run_id: str) -> dict[str, Any]:
             "shrunk": next((e["shrunk"] for e in evaluations if e["shrunk"]), None),
             "judge": _judge_advice(run_judge_calls(sessions, run_id)), "costs": run_costs(sessions, run_id),
             "metrics": by_level(_best_per_problem(evaluations).values())}
+
+
+def _shown(evaluation: dict[str, Any]) -> dict[str, Any]:
+    """An evaluation row as tables and reports show it: without its source, a build's reason opening with its
+    first compiler error at the candidate's line (the raw log is the record's)."""
+    from harness.feedback.failure_digest import headline
+
+    row = {k: v for k, v in evaluation.items() if k != "source"}
+    if row.get("reason") and evaluation.get("source") and row.get("verdict") == Verdict.COMPILE_ERROR:
+        row["reason"] = headline(row["reason"], evaluation["source"], 300)
+    return row
 
 
 def _judge_advice(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
