@@ -255,6 +255,45 @@ def optimize_command(
     exit_unless(summary["best"] is not None)
 
 
+@command(app, "optimize-model")
+def optimize_model_command(
+    model_file: Annotated[Path, typer.Argument(metavar="FILE", help="Your model in KernelBench form (Model, "
+                                               "get_init_inputs, get_inputs), optionally get_input_sets() -> "
+                                               "[(weight, [inputs]), ...]: the shapes it is served at.")],
+    plan: Annotated[bool, flag("--plan", help="Profile and extract the regions, then stop.")] = False,
+    out: Annotated[Optional[Path], typer.Option("--out", help="Folder for the plan, the regions and patched.py "
+                                                "(default: <home>/models/<file>-<hash>; a rerun resumes "
+                                                "there).")] = None,
+    min_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Regions under this fraction of the "
+                                                                    "model's time are not searched.")] = 0.02,
+    max_regions: Annotated[int, typer.Option(min=1, help="Most regions searched (the hottest first).")] = 4,
+    execution: ExecutionOptions = ExecutionOptions(),
+    models: ModelOptions = ModelOptions(),
+    rounds: Rounds = 4,
+    patience: Patience = 2,
+    max_tokens: MaxTokens = None,
+    budget_usd: BudgetUsd = None,
+    time_limit: Annotated[Optional[float], typer.Option(min=1.0, help="Seconds for all regions' searches, "
+                                                                      "split as the budget is.")] = None,
+    compile_baseline: Annotated[bool, flag("--compile-baseline/--no-compile-baseline", help="Also time "
+                                           "torch.compile of the original model at each input set.")] = True,
+    db: Db = None,
+    json_output: JsonObject = False,
+) -> None:
+    """Your model in, its hot regions optimized, patched.py out (the regions swapped for guarded kernels) with its
+    end-to-end speedup measured at every input set beside what each region promised. Exit 0 when the patched
+    model is accepted faster, 1 when no region survived, 2 usage."""
+    from kernelwright import render
+    from kernelwright.model_service import make_plan
+
+    with progress("profiling") as say:
+        made = make_plan(model_file, execution.device, out, min_share, max_regions, progress=say)
+    render.print_model_plan(made, json_output)
+    if plan:
+        return
+    raise typer.Exit(0)
+
+
 @command(app, "rerun")
 def rerun_command(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID", help="An optimize run whose stored spec is run again "

@@ -376,3 +376,22 @@ def rescore_table(report: Any) -> Table:
                       after + (" [bold](changed)[/]" if r.changed else ""), escape(r.decided_by or ""),
                       "" if r.after == "accepted" else escape(clip((r.reasons or [""])[0], 300)))
     return table
+
+def print_model_plan(plan: Any, json_output: bool) -> None:
+    """`optimize-model --plan`: the regions extracted and what was not, with each one's share of the time."""
+    from dataclasses import asdict
+
+    if json_output:
+        print(json.dumps(asdict(plan)), flush=True)
+        return
+    table = Table(title=f"{escape(plan.model)} on {plan.device}: {plan.model_ms:.3f} ms per forward (weighted over "
+                        f"{len(plan.per_set)} input set{'s' * (len(plan.per_set) != 1)})")
+    for column in ("region", "modules", "share", "ms", "status"):
+        table.add_column(column)
+    for region in plan.regions:
+        table.add_row(escape(region["slug"]), escape(" -> ".join(region["paths"])), f"{region['share']:.1%}",
+                      f"{region['ms']:.3f}", "extracted: " + escape(region["fidelity"]))
+    for skipped in plan.unhandled + plan.cold:
+        table.add_row("-", escape(skipped["path"]), f"{skipped['share']:.1%}", "-", escape(skipped["reason"]))
+    print_table(table)
+    note(f"plan: {plan.folder}/plan.md")
