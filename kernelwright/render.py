@@ -377,6 +377,7 @@ def rescore_table(report: Any) -> Table:
                       "" if r.after == "accepted" else escape(clip((r.reasons or [""])[0], 300)))
     return table
 
+
 def print_model_plan(plan: Any, json_output: bool) -> None:
     """`optimize-model --plan`: the regions extracted and what was not, with each one's share of the time."""
     from dataclasses import asdict
