@@ -13,7 +13,7 @@ from kernelwright import __version__
 from kernelwright.cli_boundary import command, exit_unless, lines, note, progress
 from kernelwright.cli_options import (BudgetUsd, BuildTimeout, Db, DeviceChoice, ExecutionOptions, JsonObject,
                                       JsonRows, Levels, MaxTokens, ModelOptions, Patience, PolicyLevel, Problem,
-                                      ProblemPath, Rounds, RunId, Timeout, Workers, flag)
+                                      ProblemPath, Rounds, RunId, Timeout, TimingBudget, Workers, flag)
 
 # Each command imports its service when it runs: `kernelwright --help` loads typer and rich, not torch, the
 # harness's stages or SQLAlchemy.
@@ -73,13 +73,14 @@ def eval_command(
     precision: Annotated[str, typer.Option("--precision", metavar="fp32|fp16|bf16", help="Run the problem with "
                                            "its parameters and floating inputs cast (tolerance 1e-2 at fp16/bf16, "
                                            "as KernelBench).")] = "fp32",
+    timing_budget: TimingBudget = None,
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     from kernelwright import render
     from kernelwright.eval_service import eval_holds, eval_policy, judge
 
     policy = eval_policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
-                         build_timeout_s=build_timeout, envelope=not no_envelope)
+                         build_timeout_s=build_timeout, envelope=not no_envelope, timing_budget_s=timing_budget)
     with progress("evaluating") as say:
         outcome = judge(problem, candidate, self_check, device, policy, db, shrink=shrink, store=not no_store,
                         progress=say, profile=profile, shapes=shapes, precision=precision)
@@ -165,6 +166,7 @@ def gate_command(
                                                       "of stored kernels are always kept with them).")] = False,
     min_speedup: Annotated[Optional[float], typer.Option(
         help="Also fail a kernel re-measured below this speedup (from 1.0 up: not significantly faster).")] = None,
+    timing_budget: TimingBudget = None,
     json_output: JsonRows = False,
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
@@ -172,7 +174,7 @@ def gate_command(
     from kernelwright.eval_service import eval_policy
     from kernelwright.gate_service import gate_folder, gate_store
 
-    policy = eval_policy(policy_level)
+    policy = eval_policy(policy_level, timing_budget_s=timing_budget)
     with progress("verifying") as say:
         results = gate_folder(solutions, problems_dir, device, policy, progress=say, shrink=shrink, workers=workers,
                               problem_filter=problem, db_url=db, store=not no_store, run_id=run,
@@ -237,6 +239,7 @@ def optimize_command(
                                                        "ones).")] = None,
     shrink: Annotated[bool, flag(help="Rescale the problem's sizes to the CPU budget first (KernelBench on the "
                                       "CPU); results are marked as shrunk.")] = False,
+    timing_budget: TimingBudget = None,
     db: Db = None,
     json_output: JsonObject = False,
 ) -> None:
@@ -248,7 +251,7 @@ def optimize_command(
 
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
                              max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit,
-                             tune_budget=tune_budget)
+                             tune_budget=tune_budget, timing_budget_s=timing_budget)
     summary = run_optimize(problem, config, model_spec(prices=prices, **vars(models)), db, resume,
                            progress=lines(), shrink=shrink)
     render.print_optimize(summary, json_output)
@@ -383,6 +386,7 @@ def sweep_command(
                                                     "reads).")] = False,
     timeout: Annotated[float, typer.Option(min=1.0, help="Run clock per evaluation (builds excluded).")] = 300.0,
     build_timeout: BuildTimeout = 900.0,
+    timing_budget: TimingBudget = None,
     models: ModelOptions = ModelOptions(),
     prices: Annotated[Optional[str], typer.Option(help="JSON price table to add: {model: {input, output}} "
                                                        "USD/1M (optimize mode).")] = None,
@@ -407,7 +411,8 @@ def sweep_command(
     from kernelwright.sweep_service import problems_to_sweep, run_sweep, sweep_config
 
     config = sweep_config(Execution(**vars(execution)), solutions, rounds, candidates, timeout, build_timeout,
-                          baselines, profile, shrink, patience=patience, max_tokens=max_tokens, budget_usd=budget_usd)
+                          baselines, profile, shrink, patience=patience, max_tokens=max_tokens, budget_usd=budget_usd,
+                          timing_budget_s=timing_budget)
     selected = problems_to_sweep(resume, path or PROBLEMS_ROOT, parse_levels(level), problems, limit, sample, seed,
                                  shrink)
     summary = run_sweep(selected, config, model_spec(prices=prices, **vars(models)), db, resume, progress=lines())

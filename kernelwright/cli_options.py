@@ -53,6 +53,9 @@ Problem = Annotated[str, typer.Argument(metavar="PROBLEM", help="Problem file (K
                                                                 "problem name.")]
 ProblemPath = Annotated[Path, typer.Argument(metavar="PATH", help="Problem file or folder (a KernelBench checkout "
                                                                   "works).")]
+TimingBudget = Annotated[Optional[float], typer.Option(
+    "--timing-budget", min=0.05, metavar="SECONDS", help="Seconds spent timing each model per process set (default "
+    "1.0): more gives tighter intervals and more checked timed calls.")]
 RunId = Annotated[str, typer.Argument(metavar="RUN_ID", help="A run id (see runs list).")]
 
 

@@ -98,7 +98,7 @@ def export_op(problem: Problem, candidate_source: str, out_dir: Path | str,
     digest = hashlib.sha256(candidate_source.encode()).hexdigest()[:8]
     package = package or f"kw_{stem}_{digest}"
     if not package.isidentifier():
-        raise ExportError(f"--package {package!r} is not a Python identifier")
+        raise ExportError(f"package name {package!r} is not a Python identifier")
     op_name = f"{NAMESPACE}::{stem}_{digest}"
     out = Path(out_dir).resolve()
     folder = out / package

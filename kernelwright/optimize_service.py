@@ -17,6 +17,7 @@ from agent.pricing import PRICE_FORMAT, PriceTable
 from agent.recorder import RunRecorder, stored_problem, stored_spec
 from agent.run_spec import DEFAULT_MODEL, Execution, ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
+from harness import EvalPolicy
 from harness.device import DeviceError, resolve_device
 from harness.execution.eval_task import Executor, ExecutorUnavailable
 from harness.execution.executor import open_executor
@@ -53,6 +54,9 @@ def optimize_config(execution: Execution, **settings: Any) -> OptimizeConfig:
         TuneBudget.parse(settings.get("tune_budget", "8"))
     except ValueError as exc:
         raise UsageError(f"--tune-budget: {exc}") from None
+    timing_budget_s = settings.pop("timing_budget_s", None)
+    if timing_budget_s is not None:
+        settings["policy"] = EvalPolicy(timing_budget_s=timing_budget_s)
     return OptimizeConfig(**execution.model_dump(), **settings)
 
 

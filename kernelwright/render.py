@@ -30,7 +30,7 @@ def emit(rows: Any, json_output: bool, table: Callable[[Any], Table]) -> None:
 
 
 def print_evaluation(outcome: EvalOutcome, json_output: bool, self_check: bool) -> None:
-    from kernelwright.eval_service import self_check_verdict
+    from kernelwright.eval_service import self_check_reasons, self_check_verdict
 
     if outcome.shrink and outcome.shrink.changes:
         note(f"size reduction: {outcome.problem.shrunk}")
@@ -41,7 +41,10 @@ def print_evaluation(outcome: EvalOutcome, json_output: bool, self_check: bool) 
             data["self_check"] = self_check_verdict(outcome.evaluation)
         print(json.dumps(data), flush=True)
         return
-    print_table(evaluation_table(outcome.problem, outcome.evaluation, outcome.source))
+    evaluation = outcome.evaluation
+    if self_check:
+        evaluation = evaluation.model_copy(update={"reasons": self_check_reasons(evaluation.reasons)})
+    print_table(evaluation_table(outcome.problem, evaluation, outcome.source))
     if self_check:
         print(self_check_verdict(outcome.evaluation), flush=True)
 

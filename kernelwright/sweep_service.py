@@ -29,11 +29,12 @@ from sweeps.sweep import Sweep, ensure_baselines, sweep_summary
 def sweep_config(execution: Execution, solutions: Path | None, rounds: int, candidates: str | None,
                  timeout_s: float, build_timeout_s: float, baselines: bool, profile: bool,
                  shrink: bool, *, patience: int | None = None, max_tokens: int | None = None,
-                 budget_usd: float | None = None) -> SweepConfig:
+                 budget_usd: float | None = None, timing_budget_s: float | None = None) -> SweepConfig:
     """What `kernelwright sweep` was asked to do: verify the solutions in a folder, or optimize each problem (the
     execution settings serve both the sweep and each problem's optimize run; `patience` is each run's, the
     budgets the whole sweep's)."""
-    policy = EvalPolicy(timeout_s=timeout_s, build_timeout_s=build_timeout_s)
+    policy = EvalPolicy(timeout_s=timeout_s, build_timeout_s=build_timeout_s,
+                        **({"timing_budget_s": timing_budget_s} if timing_budget_s is not None else {}))
     each = {"patience": patience} if patience is not None else {}
     optimize = None if solutions else OptimizeConfig(**execution.model_dump(), rounds=rounds,
                                                      candidates=per_round(candidates), policy=policy, **each)

@@ -126,7 +126,8 @@ def checks_note(timed: TimedRun, policy: EvalPolicy) -> Finding | None:
     return Finding("checks", f"only {timed.checked_calls} timed calls were checked, under the {policy.timed_checks} "
                    f"the policy asks for (they did not fit in 5x the timing budget): a kernel wrong on 1% of calls "
                    f"would be caught with probability {catch_probability(timed.checked_calls):.2f}, not "
-                   f"{catch_probability(policy.timed_checks):.2f}; raise timing_budget_s for more", fatal=False)
+                   f"{catch_probability(policy.timed_checks):.2f}; raise --timing-budget (now {policy.timing_budget_s:g} s) "
+                   f"for more", fatal=False)
 
 
 def timing_record(timed: TimedRun, reading: TimingReading) -> dict[str, Any]:

@@ -36,3 +36,64 @@ def test_runs_show_gives_a_builds_first_error_not_its_preamble() -> None:
 
     row = _shown({"verdict": "compile_error", "reason": GCC_REASON, "source": CPU_CANDIDATE, "round": 1})
     assert row["reason"].startswith("line 13 of `cpp_source` (line 16 of your file)") and "source" not in row
+
+
+# flags of other tools that our code passes or quotes (ncu, nvcc, git, bubblewrap), not advice to a user
+_OTHER_TOOLS = {"--visible", "--hidden", "--writable", "--sysroot", "--use", "--untracked-files", "--porcelain",
+                "--target-processes", "--metrics", "--log-file", "--launch-count", "--kernel-name", "--include",
+                "--csv", "--compiler-bindir", "--clock-control", "--resources", "--message"}
+
+
+def _cli_flags() -> set[str]:
+    import click
+    import typer
+
+    from kernelwright.cli import app
+
+    flags: set[str] = {"--help"}
+
+    def walk(command: click.Command) -> None:
+        for param in command.params:
+            flags.update(o for o in [*param.opts, *param.secondary_opts] if o.startswith("--"))
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    walk(typer.main.get_command(app))
+    return flags
+
+
+def test_every_flag_the_code_tells_a_user_about_exists() -> None:
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    named: dict[str, str] = {}
+    for package in ("kernelwright", "harness", "agent", "sweeps", "kernelbench", "reports", "store"):
+        for file in (root / package).rglob("*.py"):
+            for flag in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*[a-z0-9]", file.read_text()):
+                named.setdefault(flag, str(file.relative_to(root)))
+    flags = _cli_flags()
+    missing = {flag: where for flag, where in named.items() if flag not in flags and flag not in _OTHER_TOOLS}
+    assert not missing, missing
+    assert "--timing-budget" in flags
+
+
+def test_timing_budget_reaches_the_policy_of_each_command() -> None:
+    from agent.run_spec import Execution
+    from kernelwright.eval_service import eval_policy
+    from kernelwright.optimize_service import optimize_config
+    from kernelwright.sweep_service import sweep_config
+
+    assert eval_policy("default", timing_budget_s=2.5).timing_budget_s == 2.5
+    assert eval_policy("default", timing_budget_s=None).timing_budget_s == 1.0  # not given: the default
+    assert optimize_config(Execution(), timing_budget_s=0.5).policy.timing_budget_s == 0.5
+    sweep = sweep_config(Execution(), None, 2, None, 300.0, 900.0, False, False, False, timing_budget_s=3.0)
+    assert sweep.policy.timing_budget_s == 3.0 and sweep.optimize.policy.timing_budget_s == 3.0
+
+
+def test_a_self_check_prints_only_what_concerns_an_a_a() -> None:
+    from kernelwright.eval_service import self_check_reasons
+
+    reasons = ["[problem-override] the candidate defines Model", "[no-kernel] no custom kernel was built",
+               "[noise] two copies of the reference timed in the same rotation read 1.04x"]
+    assert self_check_reasons(reasons) == reasons[2:]
