@@ -286,15 +286,22 @@ def optimize_model_command(
     """Your model in, its hot regions optimized, patched.py out (the regions swapped for guarded kernels) with its
     end-to-end speedup measured at every input set beside what each region promised. Exit 0 when the patched
     model is accepted faster, 1 when no region survived, 2 usage."""
+    from agent.run_spec import Execution
     from kernelwright import render
-    from kernelwright.model_service import make_plan
+    from kernelwright.model_service import make_plan, optimize_model
+    from kernelwright.optimize_service import model_spec, optimize_config
 
-    with progress("profiling") as say:
-        made = make_plan(model_file, execution.device, out, min_share, max_regions, progress=say)
-    render.print_model_plan(made, json_output)
     if plan:
+        with progress("profiling") as say:
+            made = make_plan(model_file, execution.device, out, min_share, max_regions, progress=say)
+        render.print_model_plan(made, json_output)
         return
-    raise typer.Exit(0)
+    config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=1, patience=patience,
+                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
+    result = optimize_model(model_file, config, model_spec(**vars(models)), db, out, min_share, max_regions,
+                            compile_baseline, progress=lines())
+    render.print_model_result(result, json_output)
+    exit_unless(bool(result.get("kept")))
 
 
 @command(app, "rerun")

@@ -399,3 +399,31 @@ def print_model_plan(plan: Any, json_output: bool) -> None:
         table.add_row("-", escape(skipped["path"]), f"{skipped['share']:.1%}", "-", escape(skipped["reason"]))
     print_table(table)
     note(f"plan: {plan.folder}/plan.md")
+
+
+def print_model_result(result: dict[str, Any], json_output: bool) -> None:
+    """`optimize-model`: per region, predicted beside measured and whether it was kept; then the whole model."""
+    if json_output:
+        print(json.dumps(result, default=str), flush=True)
+        return
+    if result.get("message"):
+        note(result["message"])
+    table = Table(title=f"{escape(result['model'])}: regions end to end")
+    for column in ("region", "share", "region speedup", "model: predicted", "model: measured", "kept", "why"):
+        table.add_column(column, overflow="fold")
+    for r in result.get("regions", []):
+        measured = r["measured"] or {}
+        table.add_row(escape(r["slug"]), f"{r['share']:.1%}", _speed(r["region_speedup"]), f"{r['predicted']:.3f}x",
+                      _with_ci(measured.get("speedup"), measured.get("speedup_ci")),
+                      "yes" if r["kept"] else "no", escape(" ".join(r["notes"])))
+    print_table(table)
+    final = result.get("end_to_end")
+    if final:
+        note(f"patched model ({', '.join(result['kept'])}): {_with_ci(final['speedup'], final['speedup_ci'])} "
+             f"measured over the served mix, {result['predicted']:.3f}x predicted; {result['patched']}")
+    if result.get("folder"):
+        note(f"report: {result['folder']}/report.md")
+
+
+def _with_ci(speedup: float | None, interval: Any) -> str:
+    return _speed(speedup) + (f" [{interval[0]:.3f}-{interval[1]:.3f}]" if interval else "")

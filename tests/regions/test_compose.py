@@ -1,0 +1,126 @@
+"""Composition (patched.py) and the end-to-end reading: the patched model computes what the model computes at
+every input set, its kernel runs only inside the verified envelope with the model's own (trained) weights, the
+file passes the harness's static policy, and a region whose gain does not survive end to end is dropped."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness import EvalPolicy
+from harness.verification.static_check import check_candidate
+from kernelbench.problem import load_problem
+from kernelwright.export_op import _signatures
+from regions.compose import Accepted, compose, namespaced, strip_input_functions
+from regions.model_file import load_model_file
+from regions.plan import plan_model
+from regions.verify import EndToEnd, SetResult, attribute, combine, predicted
+
+BLOCK = Path(__file__).parents[2] / "regions" / "examples" / "transformer_block.py"
+
+# an honest stand-in for a region's kernel (Python, so nothing is built): the chain Linear -> GELU, from m0's weights
+CHAIN = '''
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+cpp_source = "// built elsewhere"
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m0 = nn.Linear(128, 512, bias=True)
+        self.m1 = nn.GELU()
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(torch.nn.functional.linear(x, self.m0.weight, self.m0.bias))
+'''
+
+
+def _run(source: str) -> types.ModuleType:
+    module = types.ModuleType("kw_test_patched")
+    sys.modules[module.__name__] = module
+    exec(compile(source, "patched.py", "exec"), module.__dict__)
+    return module
+
+
+@pytest.fixture(scope="module")
+def composed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Accepted]:
+    plan = plan_model(BLOCK, "cpu", tmp_path_factory.mktemp("plan"), min_share=0.0, max_regions=8)
+    region = next(r for r in plan.regions if r["slug"] == "mlp_0_linear_gelu")
+    problem = load_problem(region["problem"])
+    envelope = [_signatures(problem, problem.source, None)]  # the region's own shape only: set 1 is outside
+    accepted = Accepted(region["slug"], region["paths"], CHAIN, envelope, "cpu", 1.5)
+    model_file = load_model_file(BLOCK)
+    return compose(model_file.source, model_file.path, [accepted]), accepted
+
+
+def test_patched_model_matches_and_guards(composed: tuple[str, Accepted]) -> None:
+    source, accepted = composed
+    patched, user = _run(source), _run(BLOCK.read_text())
+    torch.manual_seed(0)
+    reference = user.Model(*user.get_init_inputs()).eval()
+    torch.manual_seed(1)  # other weights: the user's trained ones are loaded, and must reach the kernel
+    model = patched.ModelNew(*user.get_init_inputs()).eval()
+    assert list(model.state_dict()) == list(reference.state_dict())
+    model.load_state_dict(reference.state_dict())
+    counts = model.kw_regions[accepted.slug].counts
+    with torch.no_grad():
+        for index, (_, inputs) in enumerate(user.get_input_sets()):
+            torch.testing.assert_close(model(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
+            # set 1 (2x128 tokens) is outside the kernel's verified envelope: the model's own modules ran
+            assert counts == ({"kernel": 0, "reference": 1} if index == 0 else {"kernel": 1, "reference": 1})
+    x = torch.randn(8, 32, 128, requires_grad=True)  # autograd in play: the reference, differentiable
+    model(x).sum().backward()
+    assert counts["reference"] == 2 and x.grad is not None
+
+
+def test_patched_file_passes_the_static_policy(composed: tuple[str, Accepted]) -> None:
+    source, _ = composed
+    kernel = Path(__file__).parents[2] / "agent" / "examples" / "light_cpu.py"
+    with_build = source.replace("cpp_source = '// built elsewhere'", "cpp_source = '// built elsewhere'\n" +
+                                kernel.read_text().split("class ModelNew")[0])
+    report = check_candidate(with_build, EvalPolicy())
+    assert report.verdict is None, report.errors
+    assert "def get_input_sets" not in source and "def get_inputs" not in source
+
+
+def test_two_regions_do_not_collide() -> None:
+    first, second = namespaced(CHAIN, "_kw_r1_"), namespaced(CHAIN, "_kw_r2_")
+    assert "class _kw_r1_ModelNew" in first and "_kw_r2_cpp_source" in second and "class ModelNew" not in first
+    assert "def get_inputs" not in strip_input_functions("import torch\ndef get_inputs():\n    return []\nx = 1\n")
+
+
+def _sets(*speedups: float, verdict: str = "accepted") -> EndToEnd:
+    sets = [SetResult(i, w, verdict, s, (s * 0.95, s * 1.05), 10.0, 10.0 / s)
+            for i, (w, s) in enumerate(zip((0.25, 0.75), speedups))]
+    end = EndToEnd(["r"], sets)
+    end.speedup, end.speedup_ci = combine(sets)
+    return end
+
+
+def test_combine_weights_time_not_ratios() -> None:
+    speedup, interval = combine(_sets(2.0, 1.0).sets)
+    assert speedup == pytest.approx(10.0 / (0.25 * 5.0 + 0.75 * 10.0))
+    assert interval[0] < speedup < interval[1]
+    assert predicted([(0.5, 2.0)]) == pytest.approx(1 / 0.75)
+
+
+def test_attribution_keeps_survivors_and_drops_the_rest(composed: tuple[str, Accepted]) -> None:
+    _, region = composed
+    served = {0: [2, 128, 128], 1: [8, 32, 128]}
+    weights = {0: 0.25, 1: 0.75}
+    kept = attribute(region, 0.4, served, "float32", weights, _sets(1.2, 1.2))
+    assert kept.kept and kept.predicted == pytest.approx(predicted([(0.4, 1.5)]))
+    assert "input set(s) 1 (25% of the calls) are outside" in kept.notes[0]
+    slower = attribute(region, 0.4, served, "float32", weights, _sets(0.9, 0.95))
+    assert not slower.kept and "does not survive end to end" in slower.notes[-1]
+    failed = _sets(1.2, 1.2)
+    failed.sets[1].verdict, failed.sets[1].reason = "incorrect", "max abs error 3.1"
+    broken = attribute(region, 0.4, served, "float32", weights, failed)
+    assert not broken.kept and "incorrect at input set 2" in broken.notes[-1]
