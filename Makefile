@@ -10,7 +10,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-gpu gpu-check bench bench-fidelity bench-hardening bench-sweep bench-smoke clean
+.PHONY: setup demo demo-model test test-gpu gpu-check bench bench-fidelity bench-hardening bench-sweep bench-smoke clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,12 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright optimize Max_reduction_over_a_dimension --device cpu \
 		--model scripted:demo_max_reduction.json --rounds 3
+
+# the bundled transformer block (regions/examples) through optimize-model: profile, extract, one scripted region
+# search (agent/scripts/demo_transformer_block.json), compose, verify end to end, all on the CPU
+demo-model: setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright optimize-model regions/examples/transformer_block.py \
+		--device cpu --model scripted:demo_transformer_block.json --rounds 1 --only mlp.0 --no-compile-baseline
 
 test: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)

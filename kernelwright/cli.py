@@ -270,6 +270,8 @@ def optimize_model_command(
     min_share: Annotated[float, typer.Option(min=0.0, max=1.0, help="Regions under this fraction of the "
                                                                     "model's time are not searched.")] = 0.02,
     max_regions: Annotated[int, typer.Option(min=1, help="Most regions searched (the hottest first).")] = 4,
+    only: Annotated[Optional[list[str]], typer.Option("--only", metavar="MODULE", help="Search only the region "
+                                                      "starting at this module path (e.g. mlp.0); repeatable.")] = None,
     execution: ExecutionOptions = ExecutionOptions(),
     models: ModelOptions = ModelOptions(),
     rounds: Rounds = 4,
@@ -293,13 +295,13 @@ def optimize_model_command(
 
     if plan:
         with progress("profiling") as say:
-            made = make_plan(model_file, execution.device, out, min_share, max_regions, progress=say)
+            made = make_plan(model_file, execution.device, out, min_share, max_regions, progress=say, only=only)
         render.print_model_plan(made, json_output)
         return
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=1, patience=patience,
                              max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
     result = optimize_model(model_file, config, model_spec(**vars(models)), db, out, min_share, max_regions,
-                            compile_baseline, progress=lines())
+                            compile_baseline, progress=lines(), only=only)
     render.print_model_result(result, json_output)
     exit_unless(bool(result.get("kept")))
 

@@ -28,12 +28,12 @@ def model_folder(path: Path, out: Path | None) -> Path:
 
 
 def make_plan(path: Path, device: str, out: Path | None, min_share: float, max_regions: int,
-              progress: Progress | None = None) -> Plan:
+              progress: Progress | None = None, only: list[str] | None = None) -> Plan:
     resolved = resolve_device(device)
     if resolved not in ("cpu", "cuda"):
         raise UsageError(f"optimize-model profiles and runs kernels on cpu or cuda, not {resolved}")
     try:
-        return plan_model(path, resolved, model_folder(path, out), min_share, max_regions, progress)
+        return plan_model(path, resolved, model_folder(path, out), min_share, max_regions, progress, only)
     except ModelFileError as exc:
         raise UsageError(str(exc)) from None
 
@@ -256,12 +256,12 @@ def _write_result(folder: Path, result: dict[str, Any], plan: Plan) -> None:
 
 def optimize_model(path: Path, config: Any, models: Any, db: str | None, out: Path | None, min_share: float,
                    max_regions: int, compile_baseline: bool, progress: Progress | None = None,
-                   executor: Any = None) -> dict[str, Any]:
+                   executor: Any = None, only: list[str] | None = None) -> dict[str, Any]:
     """The whole command: plan (or the folder's plan, on a rerun), search each region, compose, verify."""
     folder = model_folder(path, out)
     plan = _reuse_plan(path, folder, config.device)
     if plan is None:
-        plan = make_plan(path, config.device, out, min_share, max_regions, progress)
+        plan = make_plan(path, config.device, out, min_share, max_regions, progress, only)
     elif progress:
         progress(f"resuming in {folder} (its plan: {len(plan.regions)} regions)")
     if not plan.regions:

@@ -242,8 +242,10 @@ def _self_time(profile: Profile, min_share: float) -> list[Skipped]:
     return found
 
 
-def extract(profile: Profile, model_file: ModelFile, min_share: float = 0.02, max_regions: int = 4) -> Extraction:
-    """Regions worth a search, hottest first, each checked for fidelity; the rest listed with the reason."""
+def extract(profile: Profile, model_file: ModelFile, min_share: float = 0.02, max_regions: int = 4,
+            only: list[str] | None = None) -> Extraction:
+    """Regions worth a search, hottest first, each checked for fidelity; the rest listed with the reason.
+    `only`: module paths; a region is searched only when it starts at one of them."""
     groups = sorted(_chains(profile.model), key=lambda g: -sum(profile.modules[p].ms for p in g))
     regions: list[Region] = []
     unhandled = _self_time(profile, min_share)
@@ -253,6 +255,9 @@ def extract(profile: Profile, model_file: ModelFile, min_share: float = 0.02, ma
         label = " -> ".join(paths)
         if not all(profile.modules[p].calls and any(profile.modules[p].calls.values()) for p in paths):
             continue  # never called at the served shapes: no time to win
+        if only and paths[0] not in only:
+            cold.append(Skipped(label, share, "not among --only"))
+            continue
         if share < min_share:
             cold.append(Skipped(label, share, f"below --min-share {min_share:.0%}"))
             continue

@@ -95,7 +95,7 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def plan_model(path: str | Path, device: str, folder: Path, min_share: float = 0.02, max_regions: int = 4,
-               progress: Any = None) -> Plan:
+               progress: Any = None, only: list[str] | None = None) -> Plan:
     """Load the model file, profile it at every input set, extract and check the regions, write the plan."""
     from regions.extract import extract
     from regions.model_file import load_model_file
@@ -106,7 +106,7 @@ def plan_model(path: str | Path, device: str, folder: Path, min_share: float = 0
     say(f"profiling {model_file.path} on {device} at {len(model_file.sets)} input set(s)")
     profile = profile_model(model_file, device)
     say(f"model {profile.model_ms:.3f} ms per forward (weighted); extracting regions")
-    extraction = extract(profile, model_file, min_share, max_regions)
+    extraction = extract(profile, model_file, min_share, max_regions, only)
     for region in extraction.regions:
         say(f"region {region.slug}: {region.share:.1%} of the model's time; {region.fidelity}")
     return build_plan(model_file, profile, extraction, folder)
