@@ -203,7 +203,7 @@ def verify_model(plan: Plan, accepted: list[Any], policy: Any, compile_baseline:
         info = regions[region.slug]
         _, alone = judge_patch(model_file, [region], plan.device, policy, progress)
         served = {int(k): v for k, v in info["served"].items()}
-        attributions.append(attribute(region, info["share"], served, info["dtype"], weights, alone))
+        attributions.append(attribute(region, info["share"], served, info["dtype"], weights, alone, info["ms"]))
         if progress:
             progress(f"region {region.slug}: {attributions[-1].notes[-1]}")
     kept = [a for a, record in zip(accepted, attributions) if record.kept]

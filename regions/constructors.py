@@ -12,7 +12,8 @@ def _linear(m: Any) -> str:
 
 def _layer_norm(m: Any) -> str:
     bias = f", bias={m.bias is not None}" if m.elementwise_affine else ""
-    return f"nn.LayerNorm({tuple(m.normalized_shape)!r}, eps={m.eps!r}, elementwise_affine={m.elementwise_affine}{bias})"
+    shape = tuple(m.normalized_shape)
+    return f"nn.LayerNorm({shape!r}, eps={m.eps!r}, elementwise_affine={m.elementwise_affine}{bias})"
 
 
 def _rms_norm(m: Any) -> str:

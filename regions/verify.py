@@ -104,11 +104,25 @@ class Attribution:
     notes: list[str] = field(default_factory=list)
 
 
+def saved_ms(alone: EndToEnd) -> float | None:
+    """Milliseconds per forward the patch saved over the served mix (negative: lost), by the harness's medians."""
+    if any(s.ref_ms is None or s.candidate_ms is None for s in alone.sets):
+        return None
+    return sum(s.weight * (s.ref_ms - s.candidate_ms) for s in alone.sets)  # type: ignore[operator]
+
+
 def attribute(region: Accepted, share: float, served: dict[int, list[list[int]]], dtype: str,
-              weights: dict[int, float], alone: EndToEnd) -> Attribution:
+              weights: dict[int, float], alone: EndToEnd, region_ms: float | None = None) -> Attribution:
     """Predicted against measured for one region, why they differ, and whether it stays in the patch."""
     expected = predicted([(share, region.speedup)]) if region.speedup else 1.0
     record = Attribution(region.slug, share, region.speedup, expected, alone)
+    saved = saved_ms(alone)
+    if region_ms and region.speedup and saved is not None:
+        promised = region_ms * (1.0 - 1.0 / region.speedup)
+        record.notes.append(f"per forward it promised {promised:+.3f} ms ({region_ms:.3f} ms of the model's time "
+                            f"at {region.speedup:.3f}x) and the model measured {saved:+.3f} ms: the other "
+                            f"{saved - promised:+.3f} ms are the guard's per-call cost, the kernel's speed among "
+                            "its neighbours, and the profile's estimate of the region's share")
     missed = outside_envelope(region, served, dtype)
     if missed:
         lost = sum(weights[i] for i in missed)

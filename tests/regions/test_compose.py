@@ -115,9 +115,11 @@ def test_attribution_keeps_survivors_and_drops_the_rest(composed: tuple[str, Acc
     _, region = composed
     served = {0: [2, 128, 128], 1: [8, 32, 128]}
     weights = {0: 0.25, 1: 0.75}
-    kept = attribute(region, 0.4, served, "float32", weights, _sets(1.2, 1.2))
+    kept = attribute(region, 0.4, served, "float32", weights, _sets(1.2, 1.2), region_ms=4.0)
     assert kept.kept and kept.predicted == pytest.approx(predicted([(0.4, 1.5)]))
-    assert "input set(s) 1 (25% of the calls) are outside" in kept.notes[0]
+    # 4 ms at 1.5x promised 1.333 ms; the model saved 10 - 10/1.2 = 1.667 ms per forward
+    assert "promised +1.333 ms" in kept.notes[0] and "measured +1.667 ms" in kept.notes[0]
+    assert "input set(s) 1 (25% of the calls) are outside" in kept.notes[1]
     slower = attribute(region, 0.4, served, "float32", weights, _sets(0.9, 0.95))
     assert not slower.kept and "does not survive end to end" in slower.notes[-1]
     failed = _sets(1.2, 1.2)
