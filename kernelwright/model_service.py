@@ -80,7 +80,7 @@ def _budgets(plan: Plan, config: Any) -> dict[str, Any]:
 def _search_region(plan: Plan, region: dict[str, Any], config: Any, models: Any, db: str | None,
                    ledger: dict[str, Any], executor: Any, progress: Progress | None) -> None:
     """One region through `optimize`'s own entry (the agent, the executor, the store, the op export)."""
-    from kernelwright.interrupts import RunInterrupted
+    from kernelwright.interrupts import Interrupted, RunInterrupted
     from kernelwright.optimize_service import run_optimize
 
     slug = region["slug"]
@@ -92,7 +92,9 @@ def _search_region(plan: Plan, region: dict[str, Any], config: Any, models: Any,
     except RunInterrupted as stop:
         ledger[slug] = {"run_id": stop.run_id, "status": "interrupted"}
         _save_ledger(Path(plan.folder), ledger)
-        raise
+        raise Interrupted(f"interrupted: region {slug} (run {stop.run_id}) is marked `interrupted`; continue the "
+                          f"model where it stopped with\n  kernelwright optimize-model {plan.model} --out "
+                          f"{plan.folder} (and the same model options)") from None
     best = summary.get("best") or {}
     ledger[slug] = {"run_id": summary["run_id"], "status": summary["status"], "best": best.get("path"),
                     "speedup": best.get("speedup"), "speedup_ci": best.get("speedup_ci"),
