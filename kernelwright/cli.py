@@ -11,6 +11,7 @@ import typer
 
 from kernelwright import __version__
 from kernelwright.cli_boundary import command, exit_unless, lines, note, progress
+from kernelwright import precheck
 from kernelwright.cli_options import (BudgetUsd, BuildTimeout, Db, DeviceChoice, ExecutionOptions, JsonObject,
                                       JsonRows, Levels, MaxTokens, ModelOptions, Patience, PolicyLevel, Problem,
                                       ProblemPath, Rounds, RunId, Timeout, TimingBudget, Workers, flag)
@@ -76,6 +77,8 @@ def eval_command(
     timing_budget: TimingBudget = None,
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
+    precheck.problem(problem)
+    precheck.candidate(candidate)
     from kernelwright import render
     from kernelwright.eval_service import eval_holds, eval_policy, judge
 
@@ -115,6 +118,7 @@ def problems_shrink(
     json_output: JsonRows = False,
 ) -> None:
     """Show how each problem would be rescaled to the CPU budget, and which cannot be (--write keeps the files)."""
+    precheck.exists(path)
     from kernelbench.problem import load_problems
     from kernelwright import render
     from kernelwright.problem_service import parse_levels, shrink_report
@@ -136,6 +140,7 @@ def problems_check(
     json_output: JsonRows = False,
 ) -> None:
     """Run the canaries (zeros, ones, input passthrough, constant mean): which trivial outputs pass a problem."""
+    precheck.exists(path)
     from kernelbench.problem import load_problems
     from kernelwright import render
     from kernelwright.problem_service import ChecksInterrupted, check_problems, parse_levels
@@ -170,6 +175,8 @@ def gate_command(
     json_output: JsonRows = False,
 ) -> None:
     """CI correctness gate: re-verify accepted kernels with new secret seeds. Exit 1 if any no longer holds."""
+    precheck.folder(solutions, "solutions")
+    precheck.folder(problems_dir, "problems")
     from kernelwright import render
     from kernelwright.eval_service import eval_policy
     from kernelwright.gate_service import gate_folder, gate_store
@@ -245,6 +252,7 @@ def optimize_command(
 ) -> None:
     """One PyTorch program in, the fastest verified kernel out (best.py and report.md in the run's folder, which it
     prints first)."""
+    precheck.problem(problem)
     from agent.run_spec import Execution
     from kernelwright import render
     from kernelwright.optimize_service import model_spec, optimize_config, run_optimize
@@ -341,6 +349,7 @@ def export_command(
 ) -> None:
     """Export training data: SFT (curated rationale + kernel), RL (prompt, completion, reward), preference pairs,
     slow-fast pairs; a dataset card beside it (OUTPUT.card.json)."""
+    precheck.dataset_format(format)
     from kernelwright.export_service import card_path, export_dataset
 
     count = export_dataset(format, output, db, run, min_speedup, reward)
@@ -363,6 +372,8 @@ def export_op_command(
     """Verify CANDIDATE at the problem's sizes and around them, then write it to DIR as a drop-in torch.library op
     that calls the reference outside them. Exit 0 exported (and its test passed), 1 not accepted or the test failed,
     2 usage."""
+    precheck.problem(problem)
+    precheck.candidate(candidate)
     from kernelwright import render
     from kernelwright.export_op import verify_and_export
 
@@ -412,6 +423,7 @@ def sweep_command(
     json_output: JsonObject = False,
 ) -> None:
     """Run over a folder of problems: verify existing solutions (--solutions) or optimize each one."""
+    precheck.exists(path)
     from agent.run_spec import Execution
     from kernelbench.bundled import PROBLEMS_ROOT
     from kernelwright import render

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import sys
 import time
 import typing
 from contextlib import contextmanager
@@ -72,25 +73,28 @@ def _spread(function: Callable[..., Any]) -> tuple[list[inspect.Parameter], dict
     return parameters, groups
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    """The exceptions that mean a user's mistake (imported when a command fails: --help stays light)."""
-    from agent.recorder import ResumeError
-    from harness.device import DeviceError
-    from kernelbench.problem import ProblemError
-    from kernelwright.eval_service import UsageError
-    from store.db import StoreError
+_USER_ERRORS = (("kernelwright.errors", "UsageError"), ("kernelbench.problem", "ProblemError"),
+                ("harness.device", "DeviceError"), ("store.db", "StoreError"), ("agent.recorder", "ResumeError"))
 
-    return UsageError, ProblemError, DeviceError, StoreError, ResumeError
+
+def _loaded(names: tuple[tuple[str, str], ...]) -> tuple[type[Exception], ...]:
+    """The exception classes among `names` whose modules are loaded: an exception cannot be an instance of a class
+    never imported, and importing one here (the store's pulls in SQLAlchemy: seconds) would delay a usage error."""
+    return tuple(getattr(sys.modules[module], name) for module, name in names if module in sys.modules)
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The exceptions that mean a user's mistake."""
+    return _loaded(_USER_ERRORS)
 
 
 def _interruption(exc: Exception) -> str | None:
     """What a Ctrl-C that a service caught and described means to the user, or None for any other error."""
-    from kernelwright.gate_service import GateInterrupted
-    from kernelwright.interrupts import Interrupted
-
-    if isinstance(exc, Interrupted):
-        return exc.message
-    if isinstance(exc, GateInterrupted):
+    interrupted = _loaded((("kernelwright.interrupts", "Interrupted"),))
+    if interrupted and isinstance(exc, interrupted):
+        return exc.message  # type: ignore[attr-defined]
+    gate = _loaded((("kernelwright.gate_service", "GateInterrupted"),))
+    if gate and isinstance(exc, gate):
         return (f"interrupted: the gate verified {exc.done} of {exc.total} kernels (those are stored); it neither "
                 "passed nor failed")
     return None

@@ -14,10 +14,7 @@ from kernelbench.bundled import resolve_problem
 from kernelbench.problem import Problem, ProblemError
 from kernelbench.shrink import ShrinkResult, shrink_problem
 from store import open_store, record_evaluation
-
-
-class UsageError(ValueError):
-    """A mistake in what the user asked for; the message says what to do."""
+from kernelwright.errors import UsageError  # re-exported: services raise it from here
 
 
 @dataclass

@@ -3,6 +3,7 @@ model reads), in `eval`'s table, `gate`'s cell and `runs show`."""
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
 from tests.harness.feedback.test_failure_digest import CPU_CANDIDATE, GCC_REASON
@@ -97,3 +98,29 @@ def test_a_self_check_prints_only_what_concerns_an_a_a() -> None:
     reasons = ["[problem-override] the candidate defines Model", "[no-kernel] no custom kernel was built",
                "[noise] two copies of the reference timed in the same rotation read 1.04x"]
     assert self_check_reasons(reasons) == reasons[2:]
+
+
+_USAGE_ERROR_IMPORTS = """
+import sys
+from kernelwright.cli import app
+try:
+    app(sys.argv[1:], prog_name="kernelwright")
+except SystemExit as exit:
+    print(exit.code, sorted(m for m in ("torch", "sqlalchemy", "harness.pipeline") if m in sys.modules))
+"""
+
+
+@pytest.mark.parametrize("args", [("eval", "nosuchproblem", "k.py"), ("eval", "relu", "nosuch.py"),
+                                  ("optimize", "nosuchproblem"), ("gate", "--solutions", "/nonexistent"),
+                                  ("sweep", "/nonexistent"), ("export", "o.jsonl", "--format", "nope"),
+                                  ("problems", "shrink", "/nonexistent"), ("export-op", "relu", "nosuch.py", "out")])
+def test_a_usage_error_comes_before_anything_heavy_is_imported(args: tuple[str, ...]) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", _USAGE_ERROR_IMPORTS, *args], capture_output=True, text=True,
+                          timeout=120, cwd=root)
+    assert done.stdout.strip() == "2 []", (done.stdout, done.stderr)  # exit 2, neither torch nor SQLAlchemy
+    assert "error:" in done.stderr and "Traceback" not in done.stderr
