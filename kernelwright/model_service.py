@@ -250,10 +250,10 @@ def _against_compile(baselines: dict[int, Any], final: Any) -> dict[str, Any]:
 def _write_result(folder: Path, result: dict[str, Any], plan: Plan) -> None:
     import json
 
-    from regions.report import result_markdown
+    from reports.model_report import write_model_report
 
     (folder / "result.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
-    (folder / "report.md").write_text(result_markdown(result, plan))
+    result["report"] = str(write_model_report(folder, result, plan.regions))
 
 
 def optimize_model(path: Path, config: Any, models: Any, db: str | None, out: Path | None, min_share: float,

@@ -100,6 +100,8 @@ class Attribution:
     region_speedup: float | None
     predicted: float  # the model's speedup from this region alone, by Amdahl
     measured: EndToEnd | None  # the model patched with this region alone
+    promised_ms: float | None = None  # per forward: the region's ms x (1 - 1/its speedup)
+    saved_ms: float | None = None  # per forward, measured over the served mix with this region alone
     kept: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -116,9 +118,9 @@ def attribute(region: Accepted, share: float, served: dict[int, list[list[int]]]
     """Predicted against measured for one region, why they differ, and whether it stays in the patch."""
     expected = predicted([(share, region.speedup)]) if region.speedup else 1.0
     record = Attribution(region.slug, share, region.speedup, expected, alone)
-    saved = saved_ms(alone)
+    saved = record.saved_ms = saved_ms(alone)
     if region_ms and region.speedup and saved is not None:
-        promised = region_ms * (1.0 - 1.0 / region.speedup)
+        promised = record.promised_ms = region_ms * (1.0 - 1.0 / region.speedup)
         record.notes.append(f"per forward it promised {promised:+.3f} ms ({region_ms:.3f} ms of the model's time "
                             f"at {region.speedup:.3f}x) and the model measured {saved:+.3f} ms: the other "
                             f"{saved - promised:+.3f} ms are the guard's per-call cost, the kernel's speed among "

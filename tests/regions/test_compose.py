@@ -126,3 +126,18 @@ def test_attribution_keeps_survivors_and_drops_the_rest(composed: tuple[str, Acc
     failed.sets[1].verdict, failed.sets[1].reason = "incorrect", "max abs error 3.1"
     broken = attribute(region, 0.4, served, "float32", weights, failed)
     assert not broken.kept and "incorrect at input set 2" in broken.notes[-1]
+
+
+def test_report_shows_time_per_region_before_and_after(tmp_path: Path, composed: tuple[str, Accepted]) -> None:
+    from dataclasses import asdict
+
+    from reports.model_report import write_model_report
+
+    _, region = composed
+    record = attribute(region, 0.4, {1: [8, 32, 128]}, "float32", {0: 0.25, 1: 0.75}, _sets(1.2, 1.2), 4.0)
+    result = {"model": "block.py", "device": "cpu", "regions": [asdict(record)], "kept": [region.slug],
+              "predicted": record.predicted, "end_to_end": asdict(record.measured), "eval_command": "kernelwright eval"}
+    page = write_model_report(tmp_path, result, [{"slug": region.slug, "ms": 4.0}]).read_text()
+    assert "Time per region, before and after" in page and "<svg" in page
+    assert "4.000" in page and "2.667" in page and "2.333" in page  # before, after predicted (1.5x), after measured
+    assert "| mlp_0_linear_gelu | 40.0% | 4.000 | 1.500x | 2.667 |" in (tmp_path / "report.md").read_text()
