@@ -209,15 +209,28 @@ def verify_model(plan: Plan, accepted: list[Any], policy: Any, compile_baseline:
         if progress:
             progress(f"region {region.slug}: {attributions[-1].notes[-1]}")
     kept = [a for a, record in zip(accepted, attributions) if record.kept]
-    final = next((r.measured for r in attributions if r.kept), None) if len(kept) == 1 else None
-    source = None
+    final, source, together = None, None, None
+    if len(kept) > 1:
+        source, together = judge_patch(model_file, kept, plan.device, policy, progress)
+        if not together.accepted or not together.speedup or together.speedup <= 1.0:
+            best = max((r for r in attributions if r.kept), key=lambda r: r.measured.speedup or 0.0)
+            if progress:
+                progress(f"the kept regions together do not hold end to end; keeping {best.slug} alone")
+            kept, source = [a for a in kept if a.slug == best.slug], None
+            for record in attributions:
+                if record.kept and record.slug != best.slug:
+                    record.kept = False
+                    verdict = next((x.verdict for x in together.sets if x.verdict != "accepted"), "not faster")
+                    record.notes.append(f"dropped: the kept regions together were {verdict} end to end; "
+                                        f"{best.slug} alone measured the fastest and is kept")
+        else:
+            final = together
+    if len(kept) == 1:
+        final = next(r.measured for r in attributions if r.kept and r.slug == kept[0].slug)
     if kept:
-        source, measured = judge_patch(model_file, kept, plan.device, policy, progress) if final is None else \
-            (None, final)
         from regions.compose import compose
 
         source = source or compose(model_file.source, model_file.path, kept)
-        final = measured
         (folder / "patched.py").write_text(source)
     result: dict[str, Any] = {
         "model": plan.model, "device": plan.device, "folder": plan.folder, "model_ms": plan.model_ms,
@@ -225,6 +238,7 @@ def verify_model(plan: Plan, accepted: list[Any], policy: Any, compile_baseline:
         "kept": [a.slug for a in kept],
         "predicted": predicted([(regions[a.slug]["share"], a.speedup) for a in kept if a.speedup]) if kept else 1.0,
         "end_to_end": asdict(final) if final else None,
+        "together": asdict(together) if together and final is not together else None,
         "patched": str(folder / "patched.py") if kept else None,
         "eval_command": f"kernelwright eval {plan.model} {folder / 'patched.py'} --device {plan.device}"
         if kept else None}
