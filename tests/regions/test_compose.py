@@ -141,3 +141,27 @@ def test_report_shows_time_per_region_before_and_after(tmp_path: Path, composed:
     assert "Time per region, before and after" in page and "<svg" in page
     assert "4.000" in page and "2.667" in page and "2.333" in page  # before, after predicted (1.5x), after measured
     assert "| mlp_0_linear_gelu | 40.0% | 4.000 | 1.500x | 2.667 |" in (tmp_path / "report.md").read_text()
+
+
+def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path, composed: tuple[str, Accepted],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The decision logic of verify_model, with the harness's measurements stood in for (each is an Evaluation
+    read elsewhere): two regions each faster alone, slower together -> only the faster one stays."""
+    import regions.verify
+    from kernelwright.model_service import verify_model
+    from regions.plan import Plan
+
+    _, region = composed
+    first, second = region, Accepted("other", ["attn.qkv"], CHAIN, region.envelope, "cpu", 1.3)
+    measured = {("mlp_0_linear_gelu",): 1.2, ("other",): 1.1, ("mlp_0_linear_gelu", "other"): 0.9}
+    monkeypatch.setattr(regions.verify, "judge_patch",
+                        lambda _m, chosen, *_a, **_k: ("", _sets(*[measured[tuple(a.slug for a in chosen)]] * 2)))
+    info = {"share": 0.3, "ms": 3.0, "dtype": "float32", "served": {"0": [2, 128, 128], "1": [8, 32, 128]}}
+    plan = Plan(str(BLOCK), "cpu", str(tmp_path), 10.0, [], [], [],
+                [{"slug": "mlp_0_linear_gelu", **info}, {"slug": "other", **info}], [], [])
+    result = verify_model(plan, [first, second], EvalPolicy(), compile_baseline=False)
+    assert result["kept"] == ["mlp_0_linear_gelu"] and result["end_to_end"]["speedup"] == pytest.approx(1.2)
+    other = next(r for r in result["regions"] if r["slug"] == "other")
+    assert not other["kept"] and "together" in other["notes"][-1]
+    assert "_kw_r1_ModelNew" in (tmp_path / "patched.py").read_text()
+    assert (tmp_path / "report.html").is_file()
