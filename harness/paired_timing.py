@@ -20,6 +20,7 @@ from harness.measurement.frozen_calls import FrozenSide, slot_count
 from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.policy import EvalPolicy
 from harness.records import Finding
+from harness.values.precision import settings_differences
 from harness.verification.reference import ReferenceRun
 from kernelbench.problem import Problem, ProblemError
 
@@ -77,8 +78,14 @@ def time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun,
     timing.planned = planned
     timing.run.pids = tuple(child.proc.pid for child in (ref, session, copy) if child is not None)
     try:
-        if any("failed" in child.request(P.Load()) for child in references):
+        loads = [child.request(P.Load()) for child in references]
+        if any("failed" in loaded for loaded in loads):
             raise ProblemError("the reference failed to load in its timing process")
+        unequal = next((d for d in (settings_differences(reference.settings, loaded.get("settings"))
+                                    for loaded in loads) if d), None)
+        if unequal:
+            raise ProblemError(f"[precision] the reference's timing process runs with other precision settings than "
+                               f"the reference outputs were computed with ({'; '.join(unequal)}): timing refused")
         ours = tuple(s.jailed.group.freezer for s in (*references, session) if s.jailed.group.freezer is not None)
         with timing_slot(job.device, keep=ours, cpus=ref.jailed.limits.cpus) as slot:
             timing.run.slot_wait_s, timing.run.frozen_builds = slot.waited_s, slot.frozen_builds

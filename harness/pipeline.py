@@ -170,6 +170,7 @@ def _record_child(evaluation: Evaluation, scratch: Path, outcome: ChildOutcome,
         if result.telemetry:
             evaluation.device_info["nvml"] = result.telemetry
         evaluation.build["threads"] = result.threads
+        evaluation.isolation.setdefault("precision_settings", {})["candidate"] = result.precision
         evaluation.build["kernel_calls"] = result.kernel_calls
     return events
 
@@ -265,6 +266,7 @@ def _reference(evaluation: Evaluation, facts: Facts, problem: Problem, policy: E
     reference = run_reference(problem, job.device, job.init_seed, seeds, policy.cpu_threads,
                               vary_distributions=policy.hardening)
     save_inputs(scratch, reference, parent_calls=parent_calls(job, policy))
+    evaluation.isolation.setdefault("precision_settings", {})["reference"] = reference.settings
     facts.notes += reference.notes
     evaluation.phase_seconds["reference"] = time.perf_counter() - started
     return reference

@@ -320,7 +320,8 @@ def sweep_summary(sessions: sessionmaker[Session], run_id: str) -> dict[str, Any
             row = baselines.get(problem["name"])
             problem["baseline"] = None if row is None else {
                 "eager_ms": row.eager_ms, "compile_ms": row.compile_ms, "errors": row.errors,
-                "compile_speedup": row.compile_speedup, "compile_speedup_ci": row.compile_speedup_ci}
+                "compile_speedup": row.compile_speedup, "compile_speedup_ci": row.compile_speedup_ci,
+                "max_autotune": (row.timing or {}).get("max_autotune")}
         summary["metrics_vs_compile"] = by_level(_against_compile(finished, baselines))
     return summary
 

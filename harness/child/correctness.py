@@ -13,6 +13,7 @@ from harness.child.timing import warm_device_timing
 from harness.isolation import protocol as P
 from harness.values.integrity import (flatten, inputs_changed, output_problems, returned_fingerprint, shares_memory,
                                       still_changing, thread_state)
+from harness.values.precision import precision_settings
 from harness.values.tensors import cloned, portable, to_device
 
 
@@ -67,6 +68,7 @@ class Checking:
         self.kernel_calls["correctness"] = self.switch.calls - before
         warm_device_timing(self.job.device)
         self.threads["after_correctness"] = thread_state()
+        self.settings["after_correctness"] = precision_settings()
         note_replacements(self.identities, self.integrity, "the correctness calls")
         torch.save(outputs, self.scratch / J.OUTPUTS_FILE)
         return P.Status()

@@ -63,5 +63,7 @@ class ChildResult(BaseModel):
     device_info: dict[str, Any] = Field(default_factory=dict)
     integrity: list[str] = Field(default_factory=list)
     threads: dict[str, dict[str, int]] = Field(default_factory=dict)
+    # the precision settings (harness/values/precision.py) at the same moments as `threads`, and once loaded
+    precision: dict[str, dict[str, str]] = Field(default_factory=dict)
     telemetry: dict[str, dict[str, Any]] = Field(default_factory=dict)
     kernel_calls: dict[str, int] = Field(default_factory=dict)

@@ -13,6 +13,7 @@ from harness.child.process import CandidateFailure, note_replacements, short_tra
 from harness.compilation.build_cache import BuildFailed
 from harness.isolation import protocol as P
 from harness.values.integrity import identity_snapshot, thread_state
+from harness.values.precision import precision_settings
 
 
 def import_candidate(scratch: Path) -> Any:
@@ -65,14 +66,14 @@ def warm_inputs(payload: dict[str, Any], device: str) -> list[Any]:
     return made
 
 
-def compiled_reference(model: Any, inputs: list[Any], calls: int, device: str) -> Any:
+def compiled_reference(model: Any, inputs: list[Any], calls: int, device: str, mode: str | None = None) -> Any:
     """`model` wrapped in torch.compile and called `calls` times (at least twice): the first call compiles, so none of
     the compiling lands on the parent's clock. Where torch.compile fails (it does on some problems and machines),
     a `compile_error` naming its error."""
     import torch
 
     try:
-        compiled = torch.compile(model)
+        compiled = torch.compile(model, mode=mode) if mode else torch.compile(model)
         for _ in range(max(calls, 2)):
             call(compiled, inputs)
         sync(device)
@@ -95,6 +96,8 @@ class Loading:
         self.identities = identity_snapshot()
         self.threads: dict[str, dict[str, int]] = {"start": thread_state()}
         self.result.threads = self.threads
+        self.settings: dict[str, dict[str, str]] = {"start": precision_settings()}
+        self.result.precision = self.settings
         if (self.scratch / J.INPUTS_FILE).exists():
             self.payload = torch.load(self.scratch / J.INPUTS_FILE, weights_only=True)
         init_inputs = self.payload.get("init_inputs")
@@ -103,8 +106,8 @@ class Loading:
             self.model = self.problem.Model(*init_inputs).to(self.job.device)
             if command.compile:
                 self.model = compiled_reference(self.model, warm_inputs(self.payload, self.job.device),
-                                                self.job.policy.warmup_calls, self.job.device)
-            return P.Status()
+                                                self.job.policy.warmup_calls, self.job.device, command.mode)
+            return P.Status(settings=self._loaded())
         if command.compile:
             raise CandidateFailure("crash", "`load` with compile is for the reference's process only")
         self.events.write(phase="import")
@@ -114,7 +117,11 @@ class Loading:
             return self._compiled(candidate)
         self.events.write(phase="construct")
         self.model = build_model(candidate, init_inputs, self.job.init_seed, self.job.device)
-        return P.Status()
+        return P.Status(settings=self._loaded())
+
+    def _loaded(self) -> dict[str, str]:
+        self.settings["loaded"] = precision_settings()
+        return self.settings["loaded"]
 
     def _compiled(self, candidate: Any) -> P.Status:
         """Compile-only: construct ModelNew too (kernels built in __init__), on the CPU, with the problem's inputs."""

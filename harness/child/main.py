@@ -30,6 +30,7 @@ from harness.compilation.build_cache import KernelSwitch, RemoteBuilder
 from harness.isolation import protocol as P
 from harness.isolation.channel import ChildEnd
 from harness.values.integrity import thread_state
+from harness.values.precision import precision_settings
 
 # Which handler answers each command. Looked up on the instance at every command, by name: nothing the parent trusts
 # depends on what runs here, and the attack tests patch these methods the way a hostile candidate would.
@@ -82,6 +83,7 @@ class Child(Loading, Checking, TimedCalls, Probing):
         self.events.write(phase="done")
         if hasattr(self, "threads"):
             self.threads["after_timing"] = thread_state()
+            self.settings["after_timing"] = precision_settings()
             note_replacements(self.identities, self.integrity, "the timed calls")
         self.integrity.extend(f"disguised: {why}" for why in self.switch.disguised)
         self.result.kernel_calls = dict(self.kernel_calls, wrapped_functions=self.switch.wrapped)

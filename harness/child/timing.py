@@ -14,6 +14,7 @@ from harness.child import calls as C
 from harness.child.process import CandidateFailure
 from harness.isolation import protocol as P
 from harness.values.integrity import flatten, thread_state
+from harness.values.precision import precision_settings
 from harness.values.tensors import NOT_PLAIN
 
 
@@ -88,6 +89,7 @@ class TimedCalls:
         if "after_correctness" not in self.threads:
             warm_device_timing(self.job.device)
             self.threads["after_correctness"] = thread_state()
+        self.settings.setdefault("after_correctness", precision_settings())
         if self.job.device == "cuda":
             from harness.feedback.nvml import snapshot
 

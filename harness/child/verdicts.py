@@ -10,6 +10,7 @@ from harness.child import job as J
 from harness.isolation.sandbox import ChildOutcome, signal_name
 from harness.policy import EvalPolicy
 from harness.records import Finding, Verdict
+from harness.values.precision import settings_differences
 
 _PHASE_WORDS = {"start": "starting up", "import": "importing/building the candidate",
                 "construct": "constructing ModelNew", "correctness": "running the correctness trials",
@@ -102,13 +103,37 @@ def _thread_findings(threads: dict[str, dict[str, int]], device: str | None) -> 
     return findings
 
 
+_MOMENTS = {"start": "before it was imported", "loaded": "once loaded",
+            "after_correctness": "after its checked calls", "after_timing": "after its timed calls"}
+
+
+def precision_findings(snapshots: dict[str, dict[str, str]], reference: dict[str, str] | None) -> list[str]:
+    """The candidate changed its process's precision settings (TF32, reduced-precision reductions, the float32
+    matmul precision...) after it started: the first moment they differ, and how. Or its process started with
+    other settings than the reference was computed with (the harness's processes disagree: no speedup is reported
+    under unequal settings either way)."""
+    start = snapshots.get("start")
+    started_apart = settings_differences(reference, start)
+    if started_apart:
+        return [f"precision: the candidate's process started with other precision settings than the reference was "
+                f"computed with ({'; '.join(started_apart)}): the harness's processes disagree, so nothing is "
+                "compared or timed under unequal settings"]
+    for moment, settings in snapshots.items():
+        differences = settings_differences(start, settings)
+        if differences:
+            return [f"precision: the candidate changed its process's precision settings, read {_MOMENTS.get(moment, moment)} "
+                    f"({'; '.join(differences)}): the reference computes and is timed without them"]
+    return []
+
+
 def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy,
                        device: str | None = None) -> list[Finding]:
     """Integrity violations observed in the child (each rejects). `device`: where OS threads since import are
     judged (the CPU; a GPU driver starts its own)."""
     if not policy.hardening:
         return []
-    observed = list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads, device)
+    observed = (list(dict.fromkeys(result.integrity)) + _thread_findings(result.threads, device)
+                + precision_findings(result.precision, getattr(reference, "settings", None)))
     if reference.mutates_inputs:  # the reference writes into its inputs too: not the candidate's trick
         observed = [o for o in observed if not o.startswith("mutation:")]
     return [Finding(text.split(":", 1)[0], text.split(":", 1)[1].strip(), verdict=Verdict.REJECTED)

@@ -8,7 +8,13 @@ alone; the other sets' compile from a copy of its inductor cache. Measured once 
 fingerprint, then reused from the store.
 
 Where torch.compile fails (to compile, or on a checked call), the eager time still comes from the same protocol,
-eager against a second eager process, and the record keeps `compile_error`."""
+eager against a second eager process, and the record keeps `compile_error`.
+
+Every process runs with the precision settings the reference outputs were computed with (TF32, reduced-precision
+reductions, the float32 matmul precision: harness/values/precision.py): each baseline process says its settings once
+loaded, and one that differs is refused with the difference as its reason (a baseline timed under other settings is
+how CUDA Agent's speedups were inflated). On CUDA, torch.compile is timed in its default mode and in `max-autotune`
+(Triton's template search; the record's `timing.max_autotune`), each against eager."""
 
 from __future__ import annotations
 
@@ -31,9 +37,11 @@ from harness.measurement.frozen_calls import parent_driven
 from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
 from harness.paired_timing import reference_session, set_policy, time_both
 from harness.policy import EvalPolicy
+from harness.values.precision import settings_differences
 from harness.verification.reference import ReferenceRun, run_reference
 from kernelbench.problem import Problem, ProblemError
 
+AUTOTUNE = "max-autotune"
 HOW_TIMED = ("parent clock (harness/paired_timing.py time_both): eager and torch.compile each in its own process, "
              "alternating batches, every compiled call checked")
 
@@ -56,6 +64,7 @@ class PairedReferences:
     timed: TimedRun | None
     reading: TimingReading | None
     error: str | None = None  # why the second process gave no timing (its torch.compile failed, say)
+    settings: dict[str, str] | None = None  # the precision settings every process ran with (checked equal)
 
 
 def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict[str, Any]:
@@ -65,10 +74,12 @@ def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict
         compiled = time_references(problem, device, policy, compiled=True)
         if compiled.error is None and compiled.reading is not None:
             reading = compiled.reading
-            return {"eager_ms": reading.ref_stats.median_ms, "compile_ms": reading.candidate_stats.median_ms,
-                    "compile_speedup": round(reading.speedup, 4),
-                    "compile_speedup_ci": [round(v, 4) for v in reading.interval],
-                    "timing": _how(compiled)}
+            record = {"eager_ms": reading.ref_stats.median_ms, "compile_ms": reading.candidate_stats.median_ms,
+                      "compile_speedup": round(reading.speedup, 4),
+                      "compile_speedup_ci": [round(v, 4) for v in reading.interval], "timing": _how(compiled)}
+            if device == "cuda":  # max-autotune searches Triton templates: a GPU's mode
+                record.update(_autotuned(problem, device, policy, record["timing"]))
+            return record
         eager = time_references(problem, device, policy, compiled=False)  # torch.compile failed: eager alone
     except ProblemError as exc:
         return {"error": f"the baselines could not be timed: {exc}"}
@@ -80,10 +91,25 @@ def measure_baselines(problem: Problem, device: str, policy: EvalPolicy) -> dict
     return record
 
 
-def time_references(problem: Problem, device: str, policy: EvalPolicy, *, compiled: bool) -> PairedReferences:
-    """The problem's Model (eager) against a second process of it, torch.compile'd where `compiled`, by the
-    candidates' protocol: `process_pairs` independent sets of fresh processes, each on its share of the budget,
-    the first set's pilot sizing the others. ProblemError where the eager reference itself cannot be timed."""
+def _autotuned(problem: Problem, device: str, policy: EvalPolicy, timing: dict[str, Any]) -> dict[str, Any]:
+    """torch.compile in max-autotune against eager, by the same protocol: into `timing["max_autotune"]`, or a
+    `max_autotune_error`."""
+    paired = time_references(problem, device, policy, compiled=True, mode=AUTOTUNE)
+    if paired.error is not None or paired.reading is None:
+        return {"max_autotune_error": paired.error or "torch.compile (max-autotune) gave no timing"}
+    reading = paired.reading
+    timing["max_autotune"] = {"eager_ms": reading.ref_stats.median_ms, "compile_ms": reading.candidate_stats.median_ms,
+                              "compile_speedup": round(reading.speedup, 4),
+                              "compile_speedup_ci": [round(v, 4) for v in reading.interval]}
+    return {}
+
+
+def time_references(problem: Problem, device: str, policy: EvalPolicy, *, compiled: bool,
+                    mode: str | None = None) -> PairedReferences:
+    """The problem's Model (eager) against a second process of it, torch.compile'd where `compiled` (in `mode`, None:
+    the default), by the candidates' protocol: `process_pairs` independent sets of fresh processes, each on its share
+    of the budget, the first set's pilot sizing the others. ProblemError where the eager reference itself cannot be
+    timed; a second process whose precision settings differ from the reference's is refused (`error`)."""
     job = J.ChildJob(mode="evaluate", device=device, policy=policy,  # a pool seed only where the children stage
                      pool_seed=None if parent_driven(device) else secrets.randbits(31))
     reference = run_reference(problem, device, job.init_seed, [secrets.randbits(31) for _ in range(policy.trials)],
@@ -94,10 +120,10 @@ def time_references(problem: Problem, device: str, policy: EvalPolicy, *, compil
         opened = [_open_set(stack, problem, reference, job, policy) for _ in range(sets)]
         others = [other for _, other, _ in opened]
         first, rest = (others[:1], others[1:]) if compiled else (others, [])
-        failed = _load_all(first, compiled)
+        failed = _load_all(first, compiled, reference.settings, mode)
         if not failed and rest:  # the first compiled alone, the others from its cache, together
             _share_compile_cache(first[0].scratch, [other.scratch for other in rest])
-            failed = _load_all(rest, compiled)
+            failed = _load_all(rest, compiled, reference.settings, mode)
         if failed:
             return PairedReferences(None, None, failed)
         runs: list[TimedRun] = []
@@ -115,7 +141,7 @@ def time_references(problem: Problem, device: str, policy: EvalPolicy, *, compil
                 planned = len(timed.ref_ms)
             _finish(eager, other, copy)
     timed = combined(runs)
-    return PairedReferences(timed, read_timing(timed))
+    return PairedReferences(timed, read_timing(timed), settings=reference.settings)
 
 
 def _open_set(stack: ExitStack, problem: Problem, reference: ReferenceRun, job: J.ChildJob,
@@ -127,12 +153,14 @@ def _open_set(stack: ExitStack, problem: Problem, reference: ReferenceRun, job: 
     return eager, other, copy
 
 
-def _load_all(sessions: list[ChildSession], compiled: bool) -> str | None:
-    """`load` (with `compile`: torch.compile'd and warmed, outside any clock) in every set's second process at once;
-    the first failure's message, else None. Their run clocks start after it: compiling is not timing."""
+def _load_all(sessions: list[ChildSession], compiled: bool, expected: dict[str, str] | None = None,
+              mode: str | None = None) -> str | None:
+    """`load` (with `compile`: torch.compile'd in `mode` and warmed, outside any clock) in every set's second process
+    at once; the first failure's message, else the first whose precision settings differ from `expected` (the
+    reference's), else None. Their run clocks start after it: compiling is not timing."""
     def load(session: ChildSession) -> dict[str, Any]:
         try:
-            return session.request(P.Load(compile=compiled or None))
+            return session.request(P.Load(compile=compiled or None, mode=mode if compiled else None))
         except ChildStopped as exc:
             return {"failed": "crash", "message": f"its process stopped while loading ({exc})"}
 
@@ -142,8 +170,21 @@ def _load_all(sessions: list[ChildSession], compiled: bool) -> str | None:
         session.clock_from_now()
     failed = next((reply for reply in replies if "failed" in reply), None)
     if failed is None:
-        return None
+        return _unequal_settings(replies, expected, compiled, mode)
     return str(failed.get("message") or failed.get("failed"))[:2000]
+
+
+def _unequal_settings(replies: list[dict[str, Any]], expected: dict[str, str] | None, compiled: bool,
+                      mode: str | None) -> str | None:
+    """Why a baseline is refused: its process ran with other precision settings than the reference (or said none)."""
+    for reply in replies:
+        settings = reply.get("settings")
+        differences = settings_differences(expected, settings) if isinstance(settings, dict) else ["not reported"]
+        if expected and differences:
+            what = f"torch.compile ({mode or 'default'})" if compiled else "the second eager"
+            return (f"[precision] {what} baseline refused: its process runs with other precision settings than the "
+                    f"reference ({'; '.join(differences)}), so its time is not comparable")
+    return None
 
 
 def _share_compile_cache(source: Path, targets: list[Path]) -> None:
@@ -193,5 +234,5 @@ def _how(paired: PairedReferences) -> dict[str, Any]:
     record = timing_record(paired.timed, paired.reading)
     kept = {k: record[k] for k in ("clock", "batch_size", "batches", "calls_per_model", "process_sets",
                                    "timed_outputs_checked")}
-    return {"protocol": HOW_TIMED, **kept, "noise_floor_ci": None if paired.reading.noise_floor is None else
+    return {"protocol": HOW_TIMED, **kept, "precision_settings": paired.settings, "noise_floor_ci": None if paired.reading.noise_floor is None else
             [round(v, 4) for v in paired.reading.noise_floor], "noise": [f.message for f in paired.reading.noise]}

@@ -45,6 +45,7 @@ class Load(Command):
 
     cmd: ClassVar[str] = "load"
     compile: bool | None = None
+    mode: str | None = None  # torch.compile's mode with `compile` (None: its default; "max-autotune")
 
 
 @dataclass
@@ -213,9 +214,11 @@ def failure(reply: dict[str, Any]) -> Failed | None:
 
 @dataclass
 class Status(Reply):
-    """load (ok, or compiled / no_cuda_build), correctness, outputs (ok), finish (finished)."""
+    """load (ok, or compiled / no_cuda_build), correctness, outputs (ok), finish (finished). `load` also says the
+    process's precision settings once loaded (harness/values/precision.py)."""
 
     status: str = "ok"
+    settings: dict[str, str] | None = None
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> Status:

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 from harness.records import Finding
 from harness.values.distributions import DISTRIBUTIONS, apply_distribution
 from harness.values.modules import module_from_file
+from harness.values.precision import precision_settings
 from harness.values.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
 
@@ -33,6 +34,7 @@ class ReferenceRun:
     knockout_inputs: list[Any] | None = None  # an input set no checked call uses, for the knock-out call
     knockout_output: Any = None  # the reference's output on it
     problem: Problem | None = None  # what it was computed from (the ablation shrinks a copy where its forward is slow)
+    settings: dict[str, str] = field(default_factory=dict)  # the precision settings it was computed under
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -123,7 +125,8 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
         init_inputs = list(module.get_init_inputs())
         torch.manual_seed(init_seed)
         model = module.Model(*init_inputs).to(device)
-        run = ReferenceRun(init_inputs, trial_seeds, [], [], model=model, problem=problem)
+        run = ReferenceRun(init_inputs, trial_seeds, [], [], model=model, problem=problem,
+                           settings=precision_settings())
         for index, seed in enumerate(trial_seeds):
             torch.manual_seed(seed)
             inputs = [v.contiguous() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
