@@ -157,7 +157,7 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
     _note_unpriced(recorder, missing)
     summary = _with_unknown_cost(_drive(recorder, coder, judge, db_url, progress, executor), missing)
     loop_ended = time.perf_counter()
-    summary = _with_envelope(summary, problem, recorder.spec.optimize, progress)
+    summary = _after_the_loop(recorder, summary, problem, db_url, progress)
     return {**summary, "seconds": _command_seconds(summary["seconds"], started, loop_ended)}
 
 
@@ -167,6 +167,18 @@ def _command_seconds(seconds: dict[str, float], started: float, loop_ended: floa
     now = time.perf_counter()
     return {**seconds, "loop": seconds.get("wall", 0.0), "envelope": round(now - loop_ended, 3),
             "wall": round(now - started, 3)}
+
+
+def _after_the_loop(recorder: RunRecorder, summary: dict[str, Any], problem: Problem, db_url: str | None,
+                    progress: Progress | None) -> dict[str, Any]:
+    """The envelope check and the op export. Ctrl-C here kills their children at once and leaves the run
+    `interrupted` with its resume command (resuming runs no round again: it checks and exports the best kernel)."""
+    try:
+        with stop_on_ctrl_c(lambda: None):
+            return _with_envelope(summary, problem, recorder.spec.optimize, progress)
+    except KeyboardInterrupt:
+        run_store.set_run_status(recorder.sessions, recorder.run_id, "interrupted")
+        raise RunInterrupted(recorder.run_id, resume_command(recorder.run_id, db_url)) from None
 
 
 def _with_envelope(summary: dict[str, Any], problem: Problem, config: OptimizeConfig,

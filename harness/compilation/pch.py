@@ -32,7 +32,7 @@ from pathlib import Path
 
 from harness.compilation.compile_slots import compile_slot
 from harness.isolation.sandbox import Limits
-from harness.isolation.session import run_jailed
+from harness.isolation.session import ChildStopped, run_jailed
 
 HEADER = Path("torch") / "extension.h"
 KEEP = 3  # headers kept (790 MB each); the least recently built go first
@@ -126,6 +126,8 @@ class PrecompiledHeaders:
                 started_file.write_text(f"{os.getpid()} {started!r}")  # who builds it, and since when
                 try:
                     built = self._build_locked(key, cflags)
+                except ChildStopped:  # Ctrl-C: no header, and no traceback from this background thread
+                    return None
                 finally:
                     started_file.unlink(missing_ok=True)
             if built is not None:

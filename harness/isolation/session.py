@@ -25,7 +25,7 @@ from harness.isolation.protocol import Command, as_wire
 from harness.isolation.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
 from harness.isolation.shared_slots import SharedSlots
 from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_abandoned
-from harness.isolation.zygote import ForkedChild, ZygoteUnavailable, shared_zygote
+from harness.isolation.zygote import ForkedChild, ZygoteUnavailable, shared_zygote, stop_zygotes
 
 _POLL_S = 0.05
 CHILD_PROGRAM = "harness.child"  # run as `python -m`: the program in the candidate's process (harness/child/main.py)
@@ -89,6 +89,7 @@ def kill_live_processes(for_good: bool = False) -> None:
     its next process instead of building and timing for another minute)."""
     if for_good:
         _stopping.set()
+        stop_zygotes()
     for jailed in list(_live):
         try:
             jailed.finish(grace_s=0)
@@ -116,6 +117,8 @@ class _Jailed:
             self._start(command, folder, limits, log, pass_fds, child_argv, build)
         except BaseException:
             self.compile_lock.close()
+            if getattr(self, "group", None) is not None and getattr(self, "proc", None) is None:
+                self.group.remove()  # nothing started in it (Ctrl-C while waiting for the zygote)
             raise
         if self.group.freezer is not None:
             self.compile_lock.close()
@@ -176,6 +179,8 @@ def _forked(folder: Path, limits: Limits, log: Path, environment: dict[str, str]
             fds: tuple[int, ...], argv: list[str]) -> ForkedChild | None:
     """The child forked by this process's zygote, or None (no zygote here: the caller execs it)."""
     zygote = shared_zygote(CHILD_PROGRAM)
+    if _stopping.is_set():  # Ctrl-C while this waited for the zygote: start nothing from scratch either
+        raise ChildStopped("interrupted: no new process starts")
     if zygote is None or len(fds) not in (2, 3):
         return None
     request = {"argv": argv, "cwd": str(folder), "env": environment, "log": str(log), "limits": asdict(limits),

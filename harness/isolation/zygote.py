@@ -30,6 +30,8 @@ from typing import Any
 _MESSAGE_BYTES = 1 << 16
 _lock = threading.Lock()
 _current: "Zygote | None" = None
+_starting: "list[Zygote]" = []  # a zygote still importing torch, which a worker waits for (under _lock)
+_stopped = threading.Event()  # Ctrl-C: no zygote starts or is waited for any more
 
 
 def enabled() -> bool:
@@ -115,7 +117,8 @@ class Zygote:
 
     def wait_ready(self, timeout_s: float) -> bool:
         with self.condition:
-            return self.condition.wait_for(lambda: self.ready or self.dead, timeout_s) and self.ready
+            return self.condition.wait_for(lambda: self.ready or self.dead or _stopped.is_set(), timeout_s) and \
+                self.ready and not _stopped.is_set()
 
     def stop(self) -> None:
         self.socket.close()
@@ -140,7 +143,7 @@ def shared_zygote(program: str) -> Zygote | None:
     """This process's zygote for `program`, the package whose `__main__` each fork runs (started on first use and
     restarted if it died), or None where it cannot run."""
     global _current
-    if not enabled():
+    if not enabled() or _stopped.is_set():
         return None
     with _lock:
         if _current is not None and not _current.dead and _current.process.poll() is None and \
@@ -155,7 +158,12 @@ def shared_zygote(program: str) -> Zygote | None:
         zygote = _started_on_a_lasting_thread(environment, program)
         if zygote is None:
             return None
-        if not zygote.wait_ready(120):
+        _starting.append(zygote)
+        try:
+            ready = zygote.wait_ready(120)
+        finally:
+            _starting.remove(zygote)
+        if not ready:
             zygote.stop()
             return None
         _current = zygote
@@ -180,6 +188,17 @@ def _started_on_a_lasting_thread(environment: dict[str, str], program: str) -> Z
     threading.Thread(target=own, daemon=True, name="kernelwright-zygote-owner").start()
     done.wait()
     return started[0]
+
+
+def stop_zygotes() -> None:
+    """Ctrl-C: stop this process's zygote and one still starting, so a worker waiting for it (seconds of importing
+    torch) gives up at once instead of holding the exit."""
+    _stopped.set()
+    for zygote in [*_starting, *([_current] if _current is not None else [])]:
+        with zygote.condition:
+            zygote.dead = True
+            zygote.condition.notify_all()
+        zygote.stop()
 
 
 @atexit.register

@@ -124,3 +124,28 @@ def test_a_usage_error_comes_before_anything_heavy_is_imported(args: tuple[str, 
                           timeout=120, cwd=root)
     assert done.stdout.strip() == "2 []", (done.stdout, done.stderr)  # exit 2, neither torch nor SQLAlchemy
     assert "error:" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_ctrl_c_during_the_envelope_leaves_the_run_interrupted_with_its_resume_command(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent.config import OptimizeConfig
+    from agent.run_spec import ModelSpec
+    from kernelwright import optimize_service
+    from kernelwright.interrupts import RunInterrupted
+    from kernelwright.runs_service import runs_list
+    from tests.agent.fake_executor import ScriptedExecutor, coder_reply, fake_kernel
+    from tests.agent.fake_server import ScriptedServer
+
+    def ctrl_c(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(optimize_service, "_with_envelope", ctrl_c)
+    monkeypatch.setenv("LOCAL_KEY", "local-secret")
+    db = f"sqlite:///{tmp_path / 'e.db'}"
+    with ScriptedServer([("ok", coder_reply(fake_kernel("accepted 1.5"))["content"])]) as server:
+        models = ModelSpec(model="scripted-model", base_url=server.url, api_key_env="LOCAL_KEY")
+        with pytest.raises(RunInterrupted) as stopped:
+            optimize_service.run_optimize("relu", OptimizeConfig(device="cpu", rounds=1), models, db,
+                                          executor=ScriptedExecutor())
+    (run,) = runs_list(db)
+    assert run["status"] == "interrupted" and f"kernelwright optimize --resume {run['run_id']}" in stopped.value.message
