@@ -6,7 +6,8 @@
 - rl: every candidate that has a prompt: prompt, completion, reward (rewards.reward, under the definition named
   in `reward_definition`), verdict.
 - preference: per problem, (chosen, rejected) pairs: chosen accepted and at least 10% faster than an accepted
-  rejected, or any accepted kernel against one that was not accepted. DPO needs both answers to one prompt:
+  rejected (and, where both have intervals, the two intervals apart: noise chooses nothing), or any accepted
+  kernel against one that was not accepted. DPO needs both answers to one prompt:
   pairs written from the same prompt (best-of-N slots of a round) have `shared_prompt` true and come first;
   other pairs carry the rejected kernel's own prompt in `rejected_prompt` (filter on `shared_prompt` for DPO).
 - pairs: per problem and device, slow-fast pairs of accepted kernels for contrastive training (AccelOpt's memory):
@@ -128,7 +129,7 @@ def preference_records(rows: list[dict[str, Any]], min_speedup: float = 0.0) -> 
         chosen_pool = [r for r in group if _accepted(r) and meets(r, min_speedup)]
         for chosen in chosen_pool:
             for other in group:
-                better = (not _accepted(other)) or chosen["speedup"] >= PREFERENCE_MARGIN * other["speedup"]
+                better = (not _accepted(other)) or _apart(chosen, other)
                 if other is chosen or not better:
                     continue
                 records.append({**_common(chosen), "prompt": chosen["prompt"], "chosen": chosen["source"],

@@ -144,3 +144,9 @@ def test_a_kernel_not_significantly_faster_is_no_target_from_min_speedup_one() -
     assert {r["problem_fingerprint"] for r in sft_records(rows)} == {"fp1", "fp2", "fp3", "fp4"}  # 0 keeps all
     chosen = {r["chosen"] for r in preference_records(rows, min_speedup=1.0)}
     assert "slow" not in chosen and "tie" not in chosen and "fast-terse" in chosen
+
+
+def test_preference_never_prefers_one_accepted_kernel_to_another_on_noise() -> None:
+    noisy = {**_row(9, "accepted", 1.5, "noisy-fast"), "speedup_ci": [0.9, 2.2]}
+    assert preference_records([ROWS[0], noisy]) == []  # 1.5x over 1.0x, but the intervals overlap
+    assert [(p["chosen"], p["rejected"]) for p in preference_records([ROWS[0], ROWS[2]])] == [("fast-terse", "slow")]
