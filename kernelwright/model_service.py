@@ -64,8 +64,11 @@ def _reuse_plan(path: Path, folder: Path, device: str) -> Plan | None:
     """The plan already in `folder` for this same file and device (a rerun resumes on it, regions and all)."""
     if not (folder / "plan.json").is_file():
         return None
+    from kernelbench.problem import fingerprint_source
+
     plan = Plan.read(folder)
-    same = Path(plan.model).resolve() == path.resolve() and plan.device == resolve_device(device)
+    same = Path(plan.model).resolve() == path.resolve() and plan.device == resolve_device(device) and \
+        plan.source_hash == fingerprint_source(path.read_text())
     return plan if same and all(Path(r["problem"]).is_file() for r in plan.regions) else None
 
 
@@ -277,6 +280,8 @@ def optimize_model(path: Path, config: Any, models: Any, db: str | None, out: Pa
     folder = model_folder(path, out)
     plan = _reuse_plan(path, folder, config.device)
     if plan is None:
+        if (folder / LEDGER).is_file():  # searches of another plan (another file, device or selection)
+            (folder / LEDGER).replace(folder / f"{LEDGER}.replaced")
         plan = make_plan(path, config.device, out, min_share, max_regions, progress, only)
     elif progress:
         progress(f"resuming in {folder} (its plan: {len(plan.regions)} regions)")

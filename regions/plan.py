@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelbench.problem import Problem, problem_from_source
+from kernelbench.problem import Problem, fingerprint_source, problem_from_source
 from regions.extract import Extraction, Region, Skipped, region_state
 from regions.model_file import ModelFile
 from regions.profile import Profile
@@ -30,6 +30,7 @@ class Plan:
     regions: list[dict[str, Any]]  # Region fields + problem path + state path
     unhandled: list[dict[str, Any]]
     cold: list[dict[str, Any]]
+    source_hash: str = ""  # the model file's content when planned: a changed file is planned again
 
     def region_problem(self, slug: str) -> Problem:
         entry = next(r for r in self.regions if r["slug"] == slug)
@@ -63,7 +64,7 @@ def build_plan(model_file: ModelFile, profile: Profile, extraction: Extraction, 
         modules=[{"path": m.path, "type": m.type_name, "ms": m.ms, "share": profile.share(m.ms)} for m in leaves],
         operators=[{"name": n, "ms": ms, "share": profile.share(ms)} for n, ms in profile.operators[:TOP_OPERATORS]],
         regions=regions, unhandled=[asdict(s) for s in extraction.unhandled],
-        cold=[asdict(s) for s in extraction.cold])
+        cold=[asdict(s) for s in extraction.cold], source_hash=fingerprint_source(model_file.source))
     (folder / "plan.json").write_text(json.dumps(asdict(plan), indent=2) + "\n")
     (folder / "plan.md").write_text(plan_markdown(plan))
     return plan
