@@ -283,6 +283,7 @@ def optimize_model_command(
     execution: ExecutionOptions = ExecutionOptions(),
     models: ModelOptions = ModelOptions(),
     rounds: Rounds = 4,
+    candidates: Annotated[int, typer.Option(min=1, help="Candidates per round, per region.")] = 1,
     patience: Patience = 2,
     max_tokens: MaxTokens = None,
     budget_usd: BudgetUsd = None,
@@ -306,7 +307,7 @@ def optimize_model_command(
             made = make_plan(model_file, execution.device, out, min_share, max_regions, progress=say, only=only)
         render.print_model_plan(made, json_output)
         return
-    config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=1, patience=patience,
+    config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
                              max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
     result = optimize_model(model_file, config, model_spec(**vars(models)), db, out, min_share, max_regions,
                             compile_baseline, progress=lines(), only=only)
