@@ -164,3 +164,18 @@ def test_an_upgraded_store_marks_its_old_evaluations_unversioned(tmp_path: Path)
     with sqlite3.connect(path) as db:
         new = db.execute("SELECT checks_version, protocol FROM evaluations ORDER BY id DESC LIMIT 1").fetchone()
     assert new == ("checks-000000000001", "parent-driven")
+
+
+def test_revision_0003_reads_the_protocol_an_old_record_wrote(tmp_path: Path) -> None:
+    """A timed evaluation stored before 0003 kept its protocol path in its record only: the upgrade copies it."""
+    import json
+
+    path, url = _copy(tmp_path)
+    with sqlite3.connect(path) as db:
+        record = json.loads(db.execute("SELECT record FROM evaluations WHERE id = 1").fetchone()[0])
+        record.setdefault("isolation", {})["protocol"] = "parent-driven"
+        db.execute("UPDATE evaluations SET record = ? WHERE id = 1", (json.dumps(record),))
+    open_store(url, create=False)
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT id, protocol, checks_version FROM evaluations ORDER BY id").fetchall()
+    assert rows == [(1, "parent-driven", "unversioned"), (2, None, "unversioned"), (3, None, "unversioned")]
