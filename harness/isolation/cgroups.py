@@ -190,10 +190,15 @@ def build_freezers(prefix: str = BUILD_PREFIX) -> list[Path]:
 
 
 def set_frozen(folder: Path, frozen: bool) -> None:
-    if (folder / "freezer.state").exists():
-        (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
-    else:
-        (folder / "cgroup.freeze").write_text("1" if frozen else "0")
+    """Freeze or thaw a group; one that is gone meanwhile (its process ended: another command's, often) has nothing
+    left to freeze or thaw."""
+    try:
+        if (folder / "freezer.state").exists():
+            (folder / "freezer.state").write_text("FROZEN" if frozen else "THAWED")
+        else:
+            (folder / "cgroup.freeze").write_text("1" if frozen else "0")
+    except FileNotFoundError:
+        return
 
 
 def is_frozen(folder: Path, settled: bool = False) -> bool:

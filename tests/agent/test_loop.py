@@ -151,6 +151,7 @@ def _refused_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.timing
 def test_a_dead_endpoint_fails_the_run_at_once(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'dead.db'}"
     models = ModelSpec(model="qwen", base_url=f"http://127.0.0.1:{_refused_port()}/v1", api_key_env="NONE")

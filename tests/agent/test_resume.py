@@ -59,6 +59,7 @@ def test_killed_run_resumes_without_redoing_finished_work(tmp_path: Path) -> Non
         assert session.get(RunRow, run_id).status == "finished"
 
 
+@pytest.mark.timing
 def test_ctrl_c_stops_at_once_marks_the_run_and_says_how_to_resume(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'interrupt.db'}"
     script = relu_repair_script(tmp_path)

@@ -139,6 +139,7 @@ def test_gate_problem_filter_that_matches_no_solution_is_a_usage_error(tmp_path:
     assert result.returncode == 2 and "matching --problem 'softmax'" in result.stderr
 
 
+@pytest.mark.timing
 def test_ctrl_c_stops_the_gate_with_one_line_and_exit_130(tmp_path: Path) -> None:
     import signal
     import time

@@ -101,6 +101,7 @@ def test_sweep_killed_midway_resumes_with_every_problem_recorded_once(tmp_path: 
         assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 4  # finished work not redone
 
 
+@pytest.mark.timing
 def test_ctrl_c_stops_a_sweep_at_once_and_it_resumes_alone(tmp_path: Path) -> None:
     solutions = _solutions(tmp_path, ["level1/1_ReLU.py", "level1/4_Softmax.py"])
     db = f"sqlite:///{tmp_path / 'int.db'}"

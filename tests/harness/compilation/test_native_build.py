@@ -156,6 +156,7 @@ def test_a_cold_build_waits_for_a_header_only_when_it_is_nearly_done(tmp_path: P
         finishing.join()
 
 
+@pytest.mark.timing
 def test_waiting_ends_when_the_header_build_ends_without_a_header(tmp_path: Path) -> None:
     headers = PrecompiledHeaders(tmp_path, LIMITS)
     with _header_being_built(headers, "-O3", started_s_ago=0) as started:

@@ -108,6 +108,7 @@ def test_an_evaluations_timing_moves_the_other_threads_off_its_cpus() -> None:
     assert any(timed_cpu not in cpus for cpus in sampler.seen) and timed_cpu in sampler.seen[-1]
 
 
+@pytest.mark.timing
 def test_a_cpu_timing_waits_for_compiles_of_other_processes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A compile anywhere on the machine (here: another process, as a background header build or another
     kernelwright command would be) holds a CPU timing off; a GPU timing goes on beside it."""
@@ -212,6 +213,7 @@ def _until_spinning(group: Path) -> None:
         pass
 
 
+@pytest.mark.timing
 def test_a_cpu_timing_freezes_running_builds_instead_of_waiting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KERNELWRIGHT_HOME", str(tmp_path))
     thread, result = _spinning_build(tmp_path)
