@@ -42,6 +42,13 @@ class OptimizeConfig(BaseModel):
     tune_budget: str = Field("8", description="Tuning of kernels that declare TUNE (agent/search/tunables.py): "
                              "at most this many variants screened per kernel (8), or this many seconds (60s); 0 "
                              "turns it off. No LLM call per variant; the winner is evaluated in full.")
+    sol_target: float | None = Field(0.9, ge=0, description="Stop (status speed_of_light) once the best kernel "
+                                     "runs at this fraction of the device's roofline floor (0.9: within 10%); 0 "
+                                     "or None: off.")
+    min_gain_per_call: float | None = Field(0.005, ge=0, description="Stop (status diminishing_returns) once the "
+                                            "best speedup's relative gain per LLM call over the last gain_window "
+                                            "rounds falls under this (0.005: half a percent a call); 0 or None: off.")
+    gain_window: int = Field(3, ge=1, description="Rounds the gain per call is measured over.")
     policy: EvalPolicy = Field(default_factory=EvalPolicy, description="How candidates are judged.")
 
     @field_validator("tune_budget")

@@ -18,6 +18,7 @@ from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candida
 from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_own_words,
                            judge_retry_messages, quoted_inline, repair_messages)
 from agent.recorder import RunRecorder
+from agent.search.stopping import Stopper, floor_line, stopped_by
 from agent.search.tune_step import TuneStep
 from agent.search.tuning import TuneBudget
 from harness.feedback.failure_digest import headline
@@ -57,12 +58,13 @@ class Optimizer:
         self.tuner = TuneStep(problem, config.device, config.policy, executor, recorder,
                               TuneBudget.parse(config.tune_budget), self.say)
         self.tuning_notes: list[str] = []  # the last round's tuning tables, for the judge
+        self.stopper = Stopper(config.sol_target, config.min_gain_per_call, config.gain_window)
 
     def run(self) -> RunResult:
         best: Outcome | None = None
         outcomes: list[Outcome] = []
         focus: Attempt | None = None
-        stale, status, message = 0, "finished", None
+        stale, status, message, why = 0, "finished", None, ""
         for round_ in range(self.config.rounds):
             stop = "interrupted" if self.recorder.stopped else self._budget_exhausted()
             if stop:
@@ -86,6 +88,7 @@ class Optimizer:
                 stale += 1
             focus = _focus(best, round_outcomes) or focus
             self.others, self.tuning_notes = _others(round_outcomes, focus) + self.tuning_notes, []
+            self.others += _speed_of_light_note(best, self.config.sol_target)
             self.history.append(_history_line(round_, self.advice, round_outcomes, best))
             if best is not None:
                 self._profile(round_, best)
@@ -96,11 +99,18 @@ class Optimizer:
             if best is not None and stale >= self.config.patience:
                 status = "converged"
                 break
+            rule = self.stopper.after_round(best.attempt.speedup if best else None,
+                                            best.attempt.roofline if best else {}, self.recorder.totals()["llm_calls"])
+            if rule is not None and round_ < self.config.rounds - 1:
+                status, why = rule
+                self.say(f"stopping: {why}")
+                break
         if status == "finished" and outcomes and all(o.evaluation is None for o in outcomes):
             status, message = "no_kernel", _no_kernel_message(outcomes)
             self.say(f"no kernel: {message}")
         self.seconds["wall"] = time.perf_counter() - self.started
-        return RunResult(status, best, outcomes, dict(self.seconds), message, self.notes)
+        return RunResult(status, best, outcomes, dict(self.seconds), message, self.notes,
+                         why or stopped_by(status, self.config))
 
     def _round(self, round_: int, focus: Attempt | None) -> list[Outcome]:
         advice = self._advise(round_, focus) if focus else None
@@ -408,6 +418,15 @@ def _history_line(round_: int, advice: JudgeAdvice | UnusableAdvice | None, outc
                 f": {quoted_inline(headline(failed.attempt.reasons[0], failed.attempt.source, 160))}"
                 if failed.attempt.reasons else "")
     return f"round {round_ + 1}: {asked}{got}"
+
+
+def _speed_of_light_note(best: Outcome | None, target: float | None) -> list[str]:
+    """How far the best kernel is from the device's floor, and where the run stops: for the judge and coder."""
+    where = floor_line(best.attempt.roofline) if best is not None else ""
+    if not where:
+        return []
+    stop = f"; the run stops at {target:.0%}" if target else ""
+    return [f"speed of light: the best kernel so far runs at {where}{stop}"]
 
 
 def _clip(text: str, limit: int) -> str:

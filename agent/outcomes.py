@@ -31,3 +31,4 @@ class RunResult:
     message: str | None = None  # why a `failed` or `no_kernel` run stopped
     notes: list[str] = field(default_factory=list)  # what the report should say besides the table (a judge
     # reply that could not be parsed, say)
+    stopped_by: str = ""  # the rule that ended the run, in words (agent/search/stopping.py)

@@ -241,6 +241,11 @@ def optimize_command(
                                                                       "starts.")] = None,
     tune_budget: Annotated[str, typer.Option(help="Per kernel that declares TUNE constants: screen at most N "
                                                   "variants (8) or N seconds (60s), no LLM call each; 0: off.")] = "8",
+    sol_target: Annotated[float, typer.Option(min=0.0, help="Stop once the best kernel runs at this fraction of the "
+                                                            "device's roofline floor; 0: off.")] = 0.9,
+    min_gain_per_call: Annotated[float, typer.Option(min=0.0, help="Stop once the best speedup gains less than "
+                                                                   "this per LLM call over the last 3 rounds; 0: "
+                                                                   "off.")] = 0.005,
     resume: Annotated[Optional[str], typer.Option(help="Continue this run where it stopped, with its stored models "
                                                        "and budgets (model options given here replace the stored "
                                                        "ones).")] = None,
@@ -259,7 +264,8 @@ def optimize_command(
 
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
                              max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit,
-                             tune_budget=tune_budget, timing_budget_s=timing_budget)
+                             tune_budget=tune_budget, timing_budget_s=timing_budget, sol_target=sol_target,
+                             min_gain_per_call=min_gain_per_call)
     summary = run_optimize(problem, config, model_spec(prices=prices, **vars(models)), db, resume,
                            progress=lines(), shrink=shrink)
     render.print_optimize(summary, json_output)

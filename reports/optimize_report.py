@@ -23,6 +23,8 @@ def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[s
         reason = first.replace("|", "\\|").replace("\n", " ")
         slot = f"{o.slot + 1}" + (f" (repair {o.repair})" if o.repair else "")
         lines.append(f"| {o.round + 1} | {slot} | {o.attempt.verdict} | {speed} | {reason} |")
+    if getattr(result, "stopped_by", ""):
+        lines += ["", f"Stopped by {result.stopped_by}."]
     if result.message:
         lines += ["", f"Stopped: {result.message}"]
     if result.notes:
@@ -31,9 +33,20 @@ def optimize_markdown(run_id: str, problem_key: str, device: str, totals: dict[s
         best = result.best.attempt
         lines += ["", f"Best: round {result.best.round + 1}, "
                       f"{result_cell(best.speedup, best.speedup_ci, best.speedup_significant, 3)}, saved as `best.py`."]
+        if _floor_fraction(best.roofline):
+            lines.append(f"Speed of light: the best kernel runs at {_floor_fraction(best.roofline)}.")
     else:
         lines += ["", "No candidate was accepted."]
     return "\n".join(lines) + "\n"
+
+
+def _floor_fraction(roofline: dict[str, Any]) -> str:
+    """The kernel's fraction of the device's roofline floor, in words ("" where none was computed)."""
+    fraction = (roofline or {}).get("candidate_fraction")
+    if not isinstance(fraction, (int, float)) or "floor_ms" not in roofline:
+        return ""
+    return (f"{fraction:.0%} of the device's floor ({roofline['floor_ms']:.4g} ms, "
+            f"{roofline.get('bound', '?')}-bound on {roofline.get('spec', 'this device')})")
 
 
 def _cost(totals: dict[str, Any]) -> str:

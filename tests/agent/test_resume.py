@@ -30,7 +30,7 @@ def test_killed_run_resumes_without_redoing_finished_work(tmp_path: Path) -> Non
     db = f"sqlite:///{tmp_path / 'resume.db'}"
     script = relu_repair_script(tmp_path)
     command = [KERNELWRIGHT, "optimize", "relu", "--device", "cpu", "--model", f"scripted:{script}", "--rounds", "3",
-               "--patience", "5", "--db", db, "--json"]
+               "--sol-target", "0", "--patience", "5", "--db", db, "--json"]
     env = {**os.environ, "KERNELWRIGHT_HOME": str(tmp_path / "home")}
     first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.time() + 300
@@ -64,7 +64,7 @@ def test_ctrl_c_stops_at_once_marks_the_run_and_says_how_to_resume(tmp_path: Pat
     db = f"sqlite:///{tmp_path / 'interrupt.db'}"
     script = relu_repair_script(tmp_path)
     command = [KERNELWRIGHT, "optimize", "relu", "--device", "cpu", "--model", f"scripted:{script}", "--rounds", "3",
-               "--db", db]
+               "--sol-target", "0", "--db", db]
     env = {**os.environ, "KERNELWRIGHT_HOME": str(tmp_path / "home")}
     run = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)
