@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, field_validator
 
 from agent.search.tuning import TuneBudget
@@ -42,6 +44,11 @@ class OptimizeConfig(BaseModel):
     tune_budget: str = Field("8", description="Tuning of kernels that declare TUNE (agent/search/tunables.py): "
                              "at most this many variants screened per kernel (8), or this many seconds (60s); 0 "
                              "turns it off. No LLM call per variant; the winner is evaluated in full.")
+    search: Literal["greedy", "population"] = Field("greedy", description="greedy: every slot starts from the "
+                                                    "run's best kernel; population: an archive of accepted kernels "
+                                                    "kept diverse by approach, a round's slots spread over the best "
+                                                    "and the different, and a combine move (agent/search/"
+                                                    "population.py).")
     sol_target: float | None = Field(0.9, ge=0, description="Stop (status speed_of_light) once the best kernel "
                                      "runs at this fraction of the device's roofline floor (0.9: within 10%); 0 "
                                      "or None: off.")

@@ -18,6 +18,8 @@ from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candida
 from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_own_words,
                            judge_retry_messages, quoted_inline, repair_messages)
 from agent.recorder import RunRecorder
+from agent.search.population import Archive, Member, signature
+from agent.search.population_prompts import slot_messages
 from agent.search.stopping import Stopper, floor_line, stopped_by
 from agent.search.tune_step import TuneStep
 from agent.search.tuning import TuneBudget
@@ -58,6 +60,7 @@ class Optimizer:
         self.tuner = TuneStep(problem, config.device, config.policy, executor, recorder,
                               TuneBudget.parse(config.tune_budget), self.say)
         self.tuning_notes: list[str] = []  # the last round's tuning tables, for the judge
+        self.archive = Archive() if config.search == "population" else None  # None: the greedy search
         self.stopper = Stopper(config.sol_target, config.min_gain_per_call, config.gain_window)
 
     def run(self) -> RunResult:
@@ -86,6 +89,7 @@ class Optimizer:
                 best, stale = round_best, 0
             else:
                 stale += 1
+            self._archive(round_outcomes)
             focus = _focus(best, round_outcomes) or focus
             self.others, self.tuning_notes = _others(round_outcomes, focus) + self.tuning_notes, []
             self.others += _speed_of_light_note(best, self.config.sol_target)
@@ -115,6 +119,8 @@ class Optimizer:
     def _round(self, round_: int, focus: Attempt | None) -> list[Outcome]:
         advice = self._advise(round_, focus) if focus else None
         self.advice = advice
+        if self.archive is not None and focus is not None and isinstance(advice, JudgeAdvice):
+            self.archive.note(candidate_hash(focus.source), advice.diagnosis)
         self._check_endpoint()
         sources = self._write_round(round_, advice, focus)
         self._check_endpoint()
@@ -138,6 +144,15 @@ class Optimizer:
                 tuned_outcomes.append(Outcome(round_, outcome.slot, _attempt(tuned.source, tuned.evaluation),
                                               tuned.evaluation, tuned.path, outcome.repair, tuned=tuned.label))
         return tuned_outcomes
+
+    def _archive(self, outcomes: list[Outcome]) -> None:
+        """The population search keeps every accepted kernel that is among the best of its approach."""
+        if self.archive is None:
+            return
+        for o in outcomes:
+            if o.attempt.accepted and o.attempt.speedup is not None:
+                self.archive.add(Member(candidate_hash(o.attempt.source), o.attempt.source, o.attempt.speedup,
+                                        signature(o.attempt.source), payload=o.attempt))
 
     def _repair(self, round_: int, outcome: Outcome) -> list[Outcome]:
         """Direct fixes of a candidate that failed to build or run: the coder gets its kernel and the error back,
@@ -263,6 +278,10 @@ class Optimizer:
         messages = [coder_messages(self.problem, self.config.device, advice, focus, exemplars, context,
                                    direction(self.config.device, slot) if diverse else None)
                     for slot in range(self.config.candidates)]
+        if self.archive is not None and round_ > 0 and focus is not None and focus.accepted:
+            plans = self.archive.plan(self.config.candidates, round_)
+            messages = [slot_messages(plan, self.problem, self.config.device, advice, exemplars, context)
+                        for plan in plans]
         slots = range(self.config.candidates)
         started = time.perf_counter()
         if getattr(self.coder, "sequential", False) or self.config.candidates == 1:

@@ -241,6 +241,9 @@ def optimize_command(
                                                                       "starts.")] = None,
     tune_budget: Annotated[str, typer.Option(help="Per kernel that declares TUNE constants: screen at most N "
                                                   "variants (8) or N seconds (60s), no LLM call each; 0: off.")] = "8",
+    search: Annotated[str, typer.Option(help="greedy (every candidate starts from the best kernel) or population "
+                                             "(an archive diverse by approach, parents among the best and the "
+                                             "different, a combine move).")] = "greedy",
     sol_target: Annotated[float, typer.Option(min=0.0, help="Stop once the best kernel runs at this fraction of the "
                                                             "device's roofline floor; 0: off.")] = 0.9,
     min_gain_per_call: Annotated[float, typer.Option(min=0.0, help="Stop once the best speedup gains less than "
@@ -265,7 +268,7 @@ def optimize_command(
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
                              max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit,
                              tune_budget=tune_budget, timing_budget_s=timing_budget, sol_target=sol_target,
-                             min_gain_per_call=min_gain_per_call)
+                             min_gain_per_call=min_gain_per_call, search=search)
     summary = run_optimize(problem, config, model_spec(prices=prices, **vars(models)), db, resume,
                            progress=lines(), shrink=shrink)
     render.print_optimize(summary, json_output)

@@ -54,6 +54,8 @@ def optimize_config(execution: Execution, **settings: Any) -> OptimizeConfig:
         TuneBudget.parse(settings.get("tune_budget", "8"))
     except ValueError as exc:
         raise UsageError(f"--tune-budget: {exc}") from None
+    if settings.get("search", "greedy") not in ("greedy", "population"):
+        raise UsageError(f"--search {settings['search']!r}: choose greedy or population")
     timing_budget_s = settings.pop("timing_budget_s", None)
     if timing_budget_s is not None:
         settings["policy"] = EvalPolicy(timing_budget_s=timing_budget_s)
