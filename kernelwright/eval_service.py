@@ -67,6 +67,30 @@ SHRINK_HINT = ("add --shrink to rescale sizes to the CPU budget, or write shrunk
                "shrink PATH --write DIR`")
 
 
+_CPU_FLOPS_PER_S = 2e10  # one modern x86 core, vectorised: about what a PyTorch matmul reaches at one thread
+
+
+def cost_note(problem: Problem, device: str, policy: EvalPolicy) -> str | None:
+    """Before a long CPU evaluation: what one forward costs at one thread and a lower bound on the evaluation's
+    time (reference, its A/A copy and the candidate each run the trials, warm-up and fewest timed calls), with the
+    --shrink hint; None for a problem within the CPU budget, or not on the CPU."""
+    from kernelbench.shrink import Budget, measure
+
+    if device != "cpu" or problem.shrunk:
+        return None
+    try:
+        footprint = measure(problem.source)
+    except ProblemError:
+        return None
+    if footprint.fits(Budget()):
+        return None
+    seconds = footprint.all_flops / _CPU_FLOPS_PER_S
+    calls = 3 * (policy.trials + policy.warmup_calls + policy.min_timed_calls)
+    return (f"{problem.label}: one forward is {footprint.all_flops:.2g} FLOP and {footprint.bytes / 2**20:.0f} MiB, "
+            f"about {seconds:.1f} s at one thread; at least {calls} forwards make this evaluation take "
+            f"{seconds * calls / 60:.0f}+ minutes: --shrink rescales it to the CPU budget")
+
+
 def refuse_unallocatable(problem: Problem, device: str, memory_limit_mb: int) -> None:
     """A usage error that points to --shrink, not a failed allocation minutes later."""
     reason = unallocatable(problem, device, memory_limit_mb)
@@ -125,6 +149,9 @@ def run_eval(problem_spec: str, candidate_path: Path, device: str, policy: EvalP
     sessions = open_store(db_url) if store else None  # fail on a bad --db before minutes of building
     resolved = resolve_device(device)
     refuse_unallocatable(problem, resolved, policy.memory_limit_mb)
+    note = cost_note(problem, resolved, policy)
+    if note and progress:
+        progress(note)
     evaluation = evaluate(problem, source, resolved, policy, progress=progress)
     # correct at the problem's own shape: and at the sizes around it (timed at one where the user declared them)?
     attach_envelope(evaluation, problem, source, resolved, policy, declared, timed=1 if declared else 0,

@@ -24,7 +24,7 @@ from harness.execution.executor import open_executor
 from harness.paths import home
 from kernelbench.problem import Problem
 from kernelbench.shrink import describe_changes
-from kernelwright.eval_service import UsageError, refuse_unallocatable, target_problem
+from kernelwright.eval_service import UsageError, cost_note, refuse_unallocatable, target_problem
 from kernelwright.interrupts import RunInterrupted, stop_on_ctrl_c
 from kernelwright.runs_service import best_evaluation, speedup_found
 from store import open_store, store_location
@@ -151,6 +151,9 @@ def run_optimize(problem_spec: str | None, config: OptimizeConfig, models: Model
         config = config.model_copy(update={"device": _runnable_device(config.device, progress)})
         problem = _problem(problem_spec, shrink, progress)
         refuse_unallocatable(problem, config.device, config.policy.memory_limit_mb)
+        note = cost_note(problem, config.device, config.policy)
+        if note and progress:
+            progress(f"{note} (each candidate's evaluation)")
         coder, judge = build_models(models)  # before the run exists: a bad endpoint leaves no empty run behind
         missing = check_prices((coder, judge), config.budget_usd, progress)
         spec = RunSpec(problem=ProblemRef(key=problem.key, fingerprint=problem.fingerprint), models=models,

@@ -149,3 +149,17 @@ def test_ctrl_c_during_the_envelope_leaves_the_run_interrupted_with_its_resume_c
                                           executor=ScriptedExecutor())
     (run,) = runs_list(db)
     assert run["status"] == "interrupted" and f"kernelwright optimize --resume {run['run_id']}" in stopped.value.message
+
+
+def test_a_long_cpu_evaluation_is_announced_with_the_shrink_hint() -> None:
+    from harness import EvalPolicy
+    from kernelbench.problem import problem_from_source
+    from kernelwright.eval_service import cost_note
+    from tests.kernelbench.test_shrink import TIED_GEMM
+
+    note = cost_note(problem_from_source(TIED_GEMM, "12_Gemm"), "cpu", EvalPolicy())
+    assert note is not None and "FLOP" in note and "minutes" in note and note.endswith("--shrink rescales it to the "
+                                                                                       "CPU budget")
+    assert cost_note(problem_from_source(TIED_GEMM, "12_Gemm"), "cuda", EvalPolicy()) is None
+    small = TIED_GEMM.replace("batch_size = 1024", "batch_size = 4").replace("8192", "64")
+    assert cost_note(problem_from_source(small, "12_Gemm"), "cpu", EvalPolicy()) is None
