@@ -39,6 +39,10 @@ class OptimizeConfig(BaseModel):
     diverse_first_round: bool = Field(True, description="With several candidates, the first round's coder calls "
                                       "each get a different direction to try (slot 1 none): a spread of "
                                       "approaches rather than N samples of one.")
+    contract: Literal["auto", "file", "kernel"] = Field("auto", description="What the coder writes: file (the whole "
+                                                      "Python file), kernel (only the C++ op; the harness writes "
+                                                      "the ModelNew around it from the problem), or auto (file, "
+                                                      "then kernel after two replies in a row without a file).")
     max_llm_failures: int = Field(3, ge=1, description="Stop the run (status failed) after this many LLM calls "
                                                        "in a row fail.")
     tune_budget: str = Field("8", description="Tuning of kernels that declare TUNE (agent/search/tunables.py): "

@@ -13,7 +13,7 @@ from harness.values.distributions import DISTRIBUTIONS
 
 EXAMPLES = Path(__file__).with_name("examples")
 
-_LIGHT = ("Build against torch's stable ABI headers, as in the examples below: `torch/csrc/stable/library.h`, "
+_LIGHT = ("Build against torch's stable ABI headers, as in the example below: `torch/csrc/stable/library.h`, "
           "`tensor.h`, `ops.h` (no `torch/extension.h`), the op declared with `STABLE_TORCH_LIBRARY(<ns>, m)` and "
           "implemented with `STABLE_TORCH_LIBRARY_IMPL(<ns>, {key}, m)` and `TORCH_BOX`, built with "
           "`load_inline(..., is_python_module=False, no_implicit_headers=True)` and "
@@ -65,14 +65,65 @@ def direction(device: str, slot: int) -> str | None:
     return None if slot == 0 else options[(slot - 1) % len(options)]
 
 
-def device_contract(device: str) -> str:
-    """The device's build contract, the stable ABI's reference, and two complete examples: the ReLU (one tensor in,
-    the same shape out) and a weighted sum (an int argument, a weight, an output of another shape)."""
+# The worked examples, each with the calls of a problem whose answer it is: a problem that makes one of them is
+# shown the other example (an example must never be the answer, nor a near copy of it)
+_EXAMPLES = (("a weighted sum over one dimension (an int argument, a weight, an output of another shape)",
+              "weighted_sum", ("sum", "mean")),
+             ("ReLU (one tensor in, the same shape out)", "light", ("relu", "clamp")))
+
+
+def example_files(device: str) -> list[tuple[str, str]]:
+    """(name, file text) of every worked example for `device`."""
     key = "cpu" if device == "cpu" else "cuda"
-    examples = [(name, (EXAMPLES / f"{stem}_{key}.py").read_text().strip())
-                for name, stem in (("ReLU", "light"), ("a weighted sum over one dimension", "weighted_sum"))]
-    shown = "\n".join(f"Example ({name}):\n```python\n{text}\n```" for name, text in examples)
-    return f"{_DEVICE[key]}{_LIGHT.format(key=key.upper())}\n{STABLE_REFERENCE}\n{shown}\n{TUNING}"
+    return [(name, (EXAMPLES / f"{stem}_{key}.py").read_text().strip()) for name, stem, _ in _EXAMPLES]
+
+
+def _calls(problem_source: str) -> set[str]:
+    """The names Model calls (torch.relu, F.relu, x.sum, nn.ReLU ...), lower case."""
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(problem_source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            names.add((func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")).lower())
+    return names
+
+
+def chosen_example(device: str, problem_source: str | None, has_values: bool) -> tuple[str, str]:
+    """The one worked example a prompt shows: never one whose answer the problem is (its calls name the example's
+    operation); of the others, the weighted sum for a problem with parameters or attributes, else the ReLU."""
+    calls = _calls(problem_source) if problem_source else set()
+    files = dict((stem, text) for (_, stem, _), (_, text) in zip(_EXAMPLES, example_files(device)))
+    allowed = [(name, stem) for name, stem, ops in _EXAMPLES if not any(op in c for op in ops for c in calls)]
+    allowed.sort(key=lambda e: (e[1] == "weighted_sum") != has_values)
+    name, stem = (allowed or [(_EXAMPLES[0][0], _EXAMPLES[0][1])])[0]
+    return name, files[stem]
+
+
+def device_contract(device: str, problem_source: str | None = None, has_values: bool = False) -> str:
+    """The device's build contract, the stable ABI's reference, and one complete example that is not the problem's
+    answer."""
+    key = "cpu" if device == "cpu" else "cuda"
+    name, text = chosen_example(device, problem_source, has_values)
+    return (f"{_DEVICE[key]}{_LIGHT.format(key=key.upper())}\n{STABLE_REFERENCE}\nExample ({name}):\n```python\n"
+            f"{text}\n```\n{TUNING}")
+
+
+def kernel_contract(device: str, values: str, problem_source: str | None = None, has_values: bool = False) -> str:
+    """The kernel-only contract: the model writes the C++ op; the harness writes the Python file around it."""
+    key = "cpu" if device == "cpu" else "cuda"
+    name, text = chosen_example(device, problem_source, has_values)
+    cpp = text.split('r"""', 1)[1].split('"""', 1)[0].strip() if 'r"""' in text else text
+    return (f"{_DEVICE[key]}Write only the C++ op; the harness writes the Python file: its ModelNew creates "
+            "Model's parameters with Model's own __init__ and its forward calls torch.ops.<ns>.<op>(...) with the "
+            f"values your op's schema names. Name each argument after one of these values: {values}. "
+            f"{_LIGHT.format(key=key.upper()).split(', built with', 1)[0]}.\n{STABLE_REFERENCE}\n"
+            f"Example ({name}), the C++ op only:\n```cpp\n{cpp}\n```")
+
+
+KERNEL_REPLY = ("Reply with your reasoning, then the whole C++ source (includes, the function, STABLE_TORCH_LIBRARY "
+                "and STABLE_TORCH_LIBRARY_IMPL) in one ```cpp code block.")
 
 
 def judging(device: str, policy: EvalPolicy) -> str:
@@ -102,18 +153,22 @@ def judging(device: str, policy: EvalPolicy) -> str:
 - Timing: {timing}. Speedup = the reference's median time / your kernel's median time."""
 
 
-def rules(policy: EvalPolicy) -> str:
-    """The static rules, with what this run's policy level does about each."""
+def rules(policy: EvalPolicy, contract: str = "file") -> str:
+    """The static rules, with what this run's policy level does about each (`contract` "kernel": the model writes
+    the C++ op only)."""
     reported = ("rejected under this run's `strict` policy" if policy.static_policy == "strict" else
                 "reported beside the verdict under this run's `default` policy (the speedup is then not your "
                 "kernel's alone) and rejected under `strict`")
     kernel = ("- Build at least one kernel of your own with load_inline (or load) and call it in forward; a file "
               "that builds none is rejected.\n" if policy.require_custom_kernel else "")
-    return f"""Rules:
-- A complete Python file with `class ModelNew(nn.Module)` taking the same constructor arguments as `Model`,
+    what = ("- One C++ op that returns the same output as Model's forward (shape, dtype, values), its schema's "
+            "arguments named\n  after the values listed above.\n" if contract == "kernel" else
+            """- A complete Python file with `class ModelNew(nn.Module)` taking the same constructor arguments as `Model`,
   whose `forward` takes the same inputs and returns the same outputs (shape, dtype, values). Create parameters
   exactly as `Model` does (same modules and parameters, in the same order) so the weights match.
-{kernel}- Rejected at every policy level: try/except fallbacks, threads or processes you start (std::thread,
+""" + kernel)
+    return f"""Rules:
+{what}- Rejected at every policy level: try/except fallbacks, threads or processes you start (std::thread,
   pthread, std::async, threading, multiprocessing; OpenMP pragmas are not that), CUDA streams of your own,
   reading files, network or environment access, monkeypatching, introspection, fast-math flags (-ffast-math,
   --use_fast_math).
@@ -125,3 +180,29 @@ def rules(policy: EvalPolicy) -> str:
 
 
 REPLY_FILE = "Reply with your reasoning, then the whole file in one ```python code block."
+
+
+_COPY = 0.9  # the share of tokens a candidate shares with an example (in order) that makes it a copy
+
+
+def _tokens(source: str) -> list[str]:
+    """A file's tokens with comments, spacing and the names a copy changes (op namespaces, kw_*) taken out."""
+    import re
+
+    source = re.sub(r"//[^\n]*|#(?!pragma|include)[^\n]*", "", source)
+    return ["NAME" if t.startswith("kw_") else t for t in re.findall(r"\w+|[^\w\s]", source)]
+
+
+def example_copy(source: str) -> str | None:
+    """The worked example `source` is, with trivial edits (names, comments, spacing, a line or two), or None:
+    such a candidate measures the contract's example, not a kernel the run found."""
+    from difflib import SequenceMatcher
+
+    mine = _tokens(source)
+    for device in ("cpu", "cuda"):
+        for name, text in example_files(device):
+            theirs = _tokens(text)
+            matcher = SequenceMatcher(None, mine, theirs, autojunk=False)
+            if matcher.ratio() >= _COPY:
+                return name.split(" (")[0]
+    return None

@@ -12,9 +12,10 @@ from typing import Callable, TypeVar
 from agent.advice import checked_advice
 from agent.config import OptimizeConfig
 from agent.contract import direction
-from agent.llm import ChatModel, EndpointUnreachable, LLMError, Message
+from agent.llm import ChatModel, EndpointUnreachable, LLMError, LLMReply, Message
 from agent.outcomes import Outcome, RunResult
-from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, extract_candidate, parse_judge
+from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, parse_judge
+from agent.prompt_size import call_estimate
 from agent.prompts import (Attempt, Exemplar, RunContext, coder_messages, judge_messages, judge_own_words,
                            judge_retry_messages, quoted_inline, repair_messages)
 from agent.recorder import RunRecorder
@@ -23,6 +24,8 @@ from agent.search.population_prompts import slot_messages
 from agent.search.stopping import Stopper, floor_line, stopped_by
 from agent.search.tune_step import TuneStep
 from agent.search.tuning import TuneBudget
+from agent.replies import Reading, read_reply, reask_messages, same_file_reask
+from agent.wrapper import WrapError, signature as op_signature
 from harness.feedback.failure_digest import headline
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask, Executor, build_seconds
@@ -62,12 +65,20 @@ class Optimizer:
         self.tuning_notes: list[str] = []  # the last round's tuning tables, for the judge
         self.archive = Archive() if config.search == "population" else None  # None: the greedy search
         self.stopper = Stopper(config.sol_target, config.min_gain_per_call, config.gain_window)
+        self.contract = "kernel" if config.contract == "kernel" else "file"
+        self.format_failures = 0  # coder replies in a row that held no file, after their re-ask
+        if config.time_limit_s is not None:  # the limit bounds the calls in flight too, not only new rounds
+            for model in {id(coder): coder, id(judge): judge}.values():
+                bound = getattr(model, "set_deadline", None)
+                if bound:
+                    bound(time.monotonic() + config.time_limit_s)
 
     def run(self) -> RunResult:
         best: Outcome | None = None
         outcomes: list[Outcome] = []
         focus: Attempt | None = None
         stale, status, message, why = 0, "finished", None, ""
+        self.say(call_estimate(self.problem, self.config, self.coder, self.recorder.hardware_description()))
         for round_ in range(self.config.rounds):
             stop = "interrupted" if self.recorder.stopped else self._budget_exhausted()
             if stop:
@@ -166,10 +177,12 @@ class Optimizer:
             self._check_endpoint()
             self.say(f"round {round_ + 1}: candidate {outcome.slot + 1} {failed.verdict}; asking for fix {repair}")
             started = time.perf_counter()
-            reply = self._ask(self.coder, round_, f"repair{repair}", outcome.slot,
-                              repair_messages(self.problem, self.config.device, failed, self._context()))
+            purpose, messages = f"repair{repair}", repair_messages(self.problem, self.config.device, failed,
+                                                                   self._context())
+            source = self._write(round_, outcome.slot, messages, purpose)
+            if not isinstance(source, Attempt) and candidate_hash(source) in tried:  # asked once more, with why
+                source = self._same_file(round_, outcome.slot, purpose, messages, source, failed)
             self.seconds["llm_wait"] += time.perf_counter() - started
-            source = self._candidate(reply)
             if isinstance(source, Attempt):
                 repairs.append(Outcome(round_, outcome.slot, source, repair=repair))
                 break
@@ -190,7 +203,8 @@ class Optimizer:
                  f"spent ${self.recorder.totals()['cost_usd']:.4f}{eta}")
 
     def _context(self) -> RunContext:
-        return RunContext(self.config.policy, self.recorder.hardware_description(), self.others, self.history)
+        return RunContext(self.config.policy, self.recorder.hardware_description(), self.others, self.history,
+                          self.contract)
 
     def _budget_exhausted(self) -> str | None:
         spent = self.recorder.totals()
@@ -210,17 +224,27 @@ class Optimizer:
                            "check the endpoint, model name and key, then resume the run")
 
     def _ask(self, model: ChatModel, round_: int, purpose: str, slot: int, messages: list[Message]) -> str | None:
+        reply = self._ask_reply(model, round_, purpose, slot, messages)
+        return reply.content if reply is not None else None
+
+    def _ask_reply(self, model: ChatModel, round_: int, purpose: str, slot: int,
+                   messages: list[Message]) -> LLMReply | None:
+        """One call, or its stored reply when resumed (replayed, not paid again: its finish_reason is unknown)."""
         stored = self.recorder.finished_call(round_, purpose, slot)
         if stored is not None:  # resumed: replay, do not pay again
             replayed = getattr(model, "replayed", None)
             if replayed:
                 replayed(messages, purpose)
-            return stored
+            return LLMReply(content=stored, model=model.name)
+        if self._budget_exhausted() == "time_limit":  # no call starts after the limit (not a failure)
+            return None
         try:
             reply = model.complete(messages, purpose=purpose, max_tokens=self.config.reply_tokens)
         except LLMError as exc:
             self.recorder.llm_call(round_, purpose, slot, model.name, messages, None, str(exc))
             self.say(f"{purpose} call failed: {exc}")
+            if self._budget_exhausted() == "time_limit":  # cut by the run's limit: the run stops, not fails
+                return None
             with self.lock:
                 self.failures_in_a_row += 1
                 self.last_error = str(exc)
@@ -230,7 +254,7 @@ class Optimizer:
         with self.lock:
             self.failures_in_a_row = 0
         self.recorder.llm_call(round_, purpose, slot, model.name, messages, reply, None)
-        return reply.content
+        return reply
 
     def _advise(self, round_: int, focus: Attempt) -> JudgeAdvice | UnusableAdvice | None:
         """The judge's advice on `focus`. No judge for a reply that held no kernel: the coder reads why in its
@@ -291,18 +315,75 @@ class Optimizer:
         self.seconds["llm_wait"] += time.perf_counter() - started
         return sources
 
-    def _write(self, round_: int, slot: int, messages: list[Message]) -> str | Attempt:
-        return self._candidate(self._ask(self.coder, round_, "coder", slot, messages))
-
-    @staticmethod
-    def _candidate(reply: str | None) -> str | Attempt:
-        """The kernel file in a coder's reply, or the attempt that says why there is none."""
+    def _write(self, round_: int, slot: int, messages: list[Message], purpose: str = "coder") -> str | Attempt:
+        """The file a coder call gave. A reply cut off at the cap, without code, or with a C++ op the harness
+        cannot wrap is asked once more (`<purpose>+`), with the reason; a complete lone op is wrapped."""
+        reply = self._ask_reply(self.coder, round_, purpose, slot, messages)
         if reply is None:
             return Attempt(source="", verdict=Unjudged.LLM_ERROR, reasons=["the coder call failed (see the transcript)"])
-        try:
-            return extract_candidate(reply)
-        except ParseError as exc:
-            return Attempt(source=reply[-2000:], verdict=Unjudged.UNPARSEABLE, reasons=[str(exc)])
+        reading = self._read(round_, purpose, reply, messages)
+        if reading.source is not None:
+            return self._formatted(round_, reading.source)
+        self.say(f"round {round_ + 1}: {purpose} {slot + 1}: {reading.reason}; asking again")
+        self.recorder.note(round_, purpose, f"{reading.reason}; asked again: {reading.reask}")
+        again = self._ask_reply(self.coder, round_, f"{purpose}+", slot,
+                                reask_messages(messages, reply.content, reading.reask or ""))
+        second = self._read(round_, purpose, again, messages) if again is not None else None
+        if second is not None and second.source is not None:
+            return self._formatted(round_, second.source)
+        if reading.fallback is not None:  # the cut-off reply's complete file: better than nothing
+            self.recorder.note(round_, purpose, "no file in the second reply: the cut-off reply's last complete "
+                                                "file is evaluated")
+            return reading.fallback
+        why = second.reason if second is not None else "the second call failed"
+        if second is not None:
+            self._format_failed(round_)
+        return Attempt(source=reply.content[-2000:], verdict=Unjudged.UNPARSEABLE,
+                       reasons=[f"{reading.reason}; asked again: {why}"])
+
+    def _formatted(self, round_: int, source: str) -> str:
+        with self.lock:
+            self.format_failures = 0
+        return source
+
+    def _format_failed(self, round_: int) -> None:
+        """Under `contract` auto, two replies in a row without a file switch the run to the kernel-only contract
+        (where the harness can write the file around the op for this problem)."""
+        with self.lock:
+            self.format_failures += 1
+            if self.config.contract != "auto" or self.contract == "kernel" or self.format_failures < 2:
+                return
+            try:
+                op_signature(self.problem)
+            except WrapError:
+                return
+            self.contract = "kernel"
+        note = (f"round {round_ + 1}: {self.format_failures} replies in a row held no file: the coder writes only "
+                "the C++ op from now on (kernel-only contract), the harness the ModelNew around it")
+        self.say(note)
+        self.notes.append(note)
+        self.recorder.note(round_, "coder", note)
+
+    def _read(self, round_: int, purpose: str, reply: LLMReply, messages: list[Message]) -> Reading:
+        tokens = reply.usage.completion_tokens if reply.usage else None
+        reading = read_reply(reply.content, reply.finish_reason, tokens, self.problem, self.config.device,
+                             messages[-1]["content"], self.contract)
+        if reading.note:
+            self.recorder.note(round_, purpose, reading.note)
+        return reading
+
+    def _same_file(self, round_: int, slot: int, purpose: str, messages: list[Message], source: str,
+                   failed: Attempt) -> str | Attempt:
+        """A repair that sent back the file it was to fix: told so once, with the error."""
+        error = headline(failed.reasons[0], failed.source, 300) if failed.reasons else str(failed.verdict)
+        self.say(f"round {round_ + 1}: {purpose} sent the same file back; asking again")
+        self.recorder.note(round_, purpose, "the repair was the same file; asked again")
+        again = self._ask_reply(self.coder, round_, f"{purpose}+same", slot,
+                                reask_messages(messages, f"```python\n{source}```", same_file_reask(error)))
+        if again is None:
+            return source
+        reading = self._read(round_, purpose, again, messages)
+        return reading.source if reading.source is not None else source
 
     def _evaluate_round(self, round_: int, sources: list[str | Attempt], slot: int = 0,
                         repair: int = 0) -> list[Outcome]:

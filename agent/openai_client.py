@@ -6,6 +6,7 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
+from urllib.parse import urlparse
 
 from agent.llm import EndpointUnreachable, LLMError, LLMReply, Message, Usage
 from agent.pricing import PriceTable
@@ -29,6 +30,18 @@ class OpenAIConfig:
     timeout_s: float = 600.0
     max_retries: int = 4
     backoff_s: float = 2.0
+    reply_tokens: int | None = None  # the cap on a reply when the caller gives none
+    retry_timeouts: bool | None = None  # None: retried unless the endpoint is on this machine (local_endpoint)
+
+
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+
+
+def local_endpoint(base_url: str | None) -> bool:
+    """A server on this machine: one that, asked again after a timeout, queues the retry behind the generation it
+    is still running for the abandoned request."""
+    host = urlparse(base_url).hostname if base_url else None
+    return bool(host) and (host in _LOOPBACK or host.startswith("127."))
 
 
 def missing_configuration_message(config: OpenAIConfig) -> str:
@@ -49,6 +62,8 @@ class OpenAIChatModel:
         self.name = config.model
         self.prices = prices or PriceTable()
         self.sleep = sleep
+        self.timeout_s = config.timeout_s
+        self.deadline: float | None = None  # time.monotonic() after which no call starts or runs on (--time-limit)
         # the SDK's own retries are off: ours are counted, logged and testable
         self.client = OpenAI(api_key=key or "not-needed", base_url=config.base_url, timeout=config.timeout_s,
                              max_retries=0)
@@ -59,9 +74,21 @@ class OpenAIChatModel:
             options["temperature"] = self.config.temperature
         if self.config.reasoning_effort:
             options["reasoning_effort"] = self.config.reasoning_effort
-        if max_tokens:
-            options["max_completion_tokens"] = max_tokens
+        if max_tokens or self.config.reply_tokens:
+            options["max_completion_tokens"] = max_tokens or self.config.reply_tokens
         return options
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """No call runs past `deadline` (time.monotonic()): each call's timeout is cut to the time left."""
+        self.deadline = deadline
+
+    def _timeout(self) -> float:
+        if self.deadline is None:
+            return self.config.timeout_s
+        left = self.deadline - time.monotonic()
+        if left < 1.0:
+            raise LLMError(f"{self.name}: not called, the run's time limit is reached")
+        return min(self.config.timeout_s, left)
 
     def complete(self, messages: list[Message], *, purpose: str, max_tokens: int | None = None) -> LLMReply:
         import openai
@@ -69,9 +96,10 @@ class OpenAIChatModel:
         last_error = ""
         for attempt in range(self.config.max_retries + 1):
             started = time.perf_counter()
+            timeout = self._timeout()
             try:
                 response = self.client.chat.completions.create(model=self.config.model, messages=messages,
-                                                               **self._options(max_tokens))
+                                                               timeout=timeout, **self._options(max_tokens))
                 return self._reply(response, time.perf_counter() - started)
             except openai.APIStatusError as exc:
                 last_error = f"HTTP {exc.status_code}: {_message(exc)}"
@@ -80,6 +108,13 @@ class OpenAIChatModel:
                 delay = _retry_after(exc) or self.config.backoff_s * 2 ** attempt
             except openai.APITimeoutError as exc:
                 last_error = f"{type(exc).__name__}: {exc}"
+                if timeout < self.config.timeout_s:
+                    raise LLMError(f"{self.name}: stopped after {timeout:.0f} s by the run's time limit") from None
+                retry = self.config.retry_timeouts
+                if not (retry if retry is not None else not local_endpoint(self.config.base_url)):
+                    raise LLMError(f"{self.name} timed out after {timeout:.0f} s; not retried, since a local server "
+                                   "keeps generating for the abandoned request and would queue the retry behind "
+                                   "it: give a slow model more time with --llm-timeout SECONDS") from None
                 delay = self.config.backoff_s * 2 ** attempt
             except openai.APIConnectionError as exc:
                 if _unreachable(exc):

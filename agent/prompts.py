@@ -9,7 +9,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.contract import REPLY_FILE, device_contract, judging, rules
+from agent.contract import KERNEL_REPLY, REPLY_FILE, device_contract, judging, kernel_contract, rules
 from agent.llm import Message
 from agent.parse import JudgeAdvice, UnusableAdvice
 from harness.feedback.failure_digest import digest_reason
@@ -130,6 +130,7 @@ class RunContext:
     hardware: str = ""
     others: list[str] = field(default_factory=list)
     history: list[str] = field(default_factory=list)
+    contract: str = "file"  # "kernel": the model writes only the C++ op, the harness the Python file
 
     def notes(self) -> list[str]:
         return ([_others_text(self.others)] if self.others else []) + \
@@ -139,10 +140,23 @@ class RunContext:
 def _task(problem: Problem, device: str, context: RunContext) -> list[str]:
     """What every coder prompt opens with: the problem, the hardware, the build contract, how the kernel is
     judged and the rules."""
+    from agent.wrapper import WrapError, signature
+
     where = f"\n\nThe hardware: {context.hardware}." if context.hardware else ""
+    try:
+        values = signature(problem)
+    except WrapError:
+        values = None
+    has_values = bool(values and any(kind == "Tensor" for _, kind in values.values.values()))
+    contract = kernel_contract(device, values.names(), problem.source, has_values) \
+        if context.contract == "kernel" and values else device_contract(device, problem.source, has_values)
     return [f"Optimize this PyTorch program (KernelBench format) with custom kernels.\n\n```python\n"
-            f"{problem.source.strip()}\n```{where}", device_contract(device), judging(device, context.policy),
-            rules(context.policy)]
+            f"{problem.source.strip()}\n```{where}", contract, judging(device, context.policy),
+            rules(context.policy, context.contract if values else "file")]
+
+
+def reply_instruction(context: RunContext) -> str:
+    return KERNEL_REPLY if context.contract == "kernel" else REPLY_FILE
 
 
 def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
@@ -169,7 +183,7 @@ def coder_messages(problem: Problem, device: str, advice: JudgeAdvice | Unusable
         diagnosis = f"The reviewer's diagnosis: {advice.diagnosis}\n" if advice.diagnosis else ""
         effect = f"\nExpected effect: {advice.expected_effect}" if advice.expected_effect else ""
         parts.append(f"{diagnosis}Make this change: {advice.change}{effect}")
-    parts.append(REPLY_FILE)  # the instruction for the reply comes last
+    parts.append(reply_instruction(context))  # the instruction for the reply comes last
     return [_SYSTEM, {"role": "user", "content": "\n\n".join(parts)}]
 
 

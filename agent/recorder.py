@@ -67,7 +67,10 @@ class RunRecorder:
         # counted from 1 in the transcript, as in every report and file name (the store keeps its own 0-based keys)
         entry = {"round": round_ + 1, "purpose": purpose, "slot": slot + 1, "model": model, "messages": messages,
                  "reply": reply.content if reply else None, "error": error,
-                 "usage": reply.usage.model_dump() if reply else None, "cost_usd": reply.cost_usd if reply else 0.0}
+                 "usage": reply.usage.model_dump() if reply else None, "cost_usd": reply.cost_usd if reply else 0.0,
+                 "finish_reason": reply.finish_reason if reply else None,
+                 "truncated": bool(reply and reply.finish_reason == "length"),  # cut off at the reply-token cap
+                 "latency_s": round(reply.latency_s, 3) if reply else None}
         with self.transcript_lock, open(self.folder / "transcript.jsonl", "a") as transcript:
             transcript.write(json.dumps(entry) + "\n")
 

@@ -31,6 +31,8 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = Field(None, description=f"The variable holding the key (default {DEFAULT_API_KEY_ENV}).")
     temperature: float | None = None
     reasoning_effort: str | None = None
+    llm_timeout: float | None = Field(None, description="Seconds one call may take (default 600).")
+    reply_tokens: int | None = Field(None, description="Cap on one reply's completion tokens.")
     prices: str | None = Field(None, description="A price table: a JSON file's path when given, its content when "
                                                  "stored (so a re-run costs the same).")
 

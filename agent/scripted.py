@@ -6,7 +6,8 @@
 Each call takes the first unused reply with the call's purpose whose `problem` (optional) appears in the last
 user message: in order, or matched to the problem. A repair call (purpose `repair1`, `repair2`, ...: a direct fix
 after a failed build or run) takes the first unused `repair` reply, else the next `coder` reply, so a script
-written as a model's sequence of files needs no repair entries.
+written as a model's sequence of files needs no repair entries; a re-ask (`coder+`, `repair1+same`) takes the
+next reply of its kind. A reply may carry `finish_reason` ("length": cut off at the cap).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class ScriptedModel:
             return self._first_unused(messages, purpose)
 
     def _first_unused(self, messages: list[Message], purpose: str) -> dict[str, str] | None:
+        purpose = purpose.split("+")[0]  # a re-ask ("coder+", "repair1+same") takes the next reply of its kind
         if purpose.startswith("repair"):
             return self._first_of(messages, "repair") or self._first_of(messages, "coder")
         return self._first_of(messages, purpose)
@@ -64,7 +66,8 @@ class ScriptedModel:
             raise LLMError(f"the script has no {purpose} reply left for this prompt")
         usage = Usage(prompt_tokens=sum(len(m["content"]) for m in messages) // 4,
                       completion_tokens=len(reply["content"]) // 4)
-        return LLMReply(content=reply["content"], model="scripted", usage=usage)
+        return LLMReply(content=reply["content"], model="scripted", usage=usage,
+                        finish_reason=reply.get("finish_reason", "stop"))
 
     def replayed(self, messages: list[Message], purpose: str) -> None:
         """A resumed run replayed this call from the store: the script moves past the reply it was given."""

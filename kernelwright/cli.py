@@ -238,7 +238,7 @@ def optimize_command(
     max_tokens: MaxTokens = None,
     budget_usd: BudgetUsd = None,
     time_limit: Annotated[Optional[float], typer.Option(min=1.0, help="Seconds after which no new round "
-                                                                      "starts.")] = None,
+                                                                      "starts and no LLM call runs on.")] = None,
     tune_budget: Annotated[str, typer.Option(help="Per kernel that declares TUNE constants: screen at most N "
                                                   "variants (8) or N seconds (60s), no LLM call each; 0: off.")] = "8",
     search: Annotated[str, typer.Option(help="greedy (every candidate starts from the best kernel) or population "
@@ -249,6 +249,9 @@ def optimize_command(
     min_gain_per_call: Annotated[float, typer.Option(min=0.0, help="Stop once the best speedup gains less than "
                                                                    "this per LLM call over the last 3 rounds; 0: "
                                                                    "off.")] = 0.005,
+    contract: Annotated[str, typer.Option(help="What the coder writes: file (the whole Python file), kernel (only "
+                                               "the C++ op: the harness writes ModelNew from the problem), auto "
+                                               "(file, then kernel after two replies without a file).")] = "auto",
     resume: Annotated[Optional[str], typer.Option(help="Continue this run where it stopped, with its stored models "
                                                        "and budgets (model options given here replace the stored "
                                                        "ones).")] = None,
@@ -268,7 +271,8 @@ def optimize_command(
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
                              max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit,
                              tune_budget=tune_budget, timing_budget_s=timing_budget, sol_target=sol_target,
-                             min_gain_per_call=min_gain_per_call, search=search)
+                             min_gain_per_call=min_gain_per_call, search=search,
+                             contract=contract)
     summary = run_optimize(problem, config, model_spec(prices=prices, **vars(models)), db, resume,
                            progress=lines(), shrink=shrink)
     render.print_optimize(summary, json_output)

@@ -73,6 +73,10 @@ class ModelOptions:
                                                             "(default OPENAI_API_KEY).")] = None
     temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature.")] = None
     reasoning_effort: Annotated[Optional[str], typer.Option(help="low, medium or high (reasoning models).")] = None
+    llm_timeout: Annotated[Optional[float], typer.Option(min=1.0, help="Seconds one LLM call may take (default "
+                                                                       "600); a slow local model needs more.")] = None
+    reply_tokens: Annotated[Optional[int], typer.Option(min=1, help="Cap on one reply's tokens (a reply cut off at "
+                                                                    "it is asked once for the file alone).")] = None
 
 
 @dataclass

@@ -36,6 +36,7 @@ Progress = Callable[[str], None]
 
 
 REASONING_EFFORTS = ("low", "medium", "high")
+CONTRACTS = ("auto", "file", "kernel")
 
 
 def model_spec(prices: str | None = None, **options: Any) -> ModelSpec:
@@ -59,6 +60,8 @@ def optimize_config(execution: Execution, **settings: Any) -> OptimizeConfig:
     timing_budget_s = settings.pop("timing_budget_s", None)
     if timing_budget_s is not None:
         settings["policy"] = EvalPolicy(timing_budget_s=timing_budget_s)
+    if settings.get("contract", "auto") not in CONTRACTS:
+        raise UsageError(f"--contract {settings['contract']!r}: choose {', '.join(CONTRACTS)}")
     return OptimizeConfig(**execution.model_dump(), **settings)
 
 
@@ -72,8 +75,10 @@ def build_model(name: str | None, options: ModelSpec) -> ChatModel:
         prices = _prices(options.prices)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    limits = {"timeout_s": options.llm_timeout} if options.llm_timeout else {}
     config = OpenAIConfig(model=name or DEFAULT_MODEL, base_url=options.base_url, api_key_env=options.key_variable,
-                          temperature=options.temperature, reasoning_effort=options.reasoning_effort)
+                          temperature=options.temperature, reasoning_effort=options.reasoning_effort,
+                          reply_tokens=options.reply_tokens, **limits)
     from agent.openai_client import ConfigError
 
     try:

@@ -49,11 +49,43 @@ def test_client_errors_are_not_retried() -> None:
 
 
 def test_timeout_is_retried_then_reported() -> None:
+    """A hosted endpoint (retry_timeouts stands in for a remote host: the test server is on loopback)."""
     with ScriptedServer([("sleep", 2.0), ("sleep", 2.0)]) as server:
-        model, waits = _model(server.url, timeout_s=0.3, max_retries=1)
+        model, waits = _model(server.url, timeout_s=0.3, max_retries=1, retry_timeouts=True)
         with pytest.raises(LLMError, match="failed after 2 attempts"):
             model.complete(MESSAGES, purpose="coder")
     assert len(waits) == 1
+
+
+def test_a_timeout_against_a_local_server_is_not_retried_into_it() -> None:
+    """A local server still generates for the abandoned request: a retry would queue behind it."""
+    with ScriptedServer([("sleep", 2.0), ("ok", "never asked")]) as server:
+        model, waits = _model(server.url, timeout_s=0.3, max_retries=3)
+        with pytest.raises(LLMError, match="not retried.*--llm-timeout"):
+            model.complete(MESSAGES, purpose="coder")
+    assert len(server.requests) == 1 and not waits
+
+
+def test_a_deadline_bounds_the_call_in_flight_and_the_next_is_not_made() -> None:
+    import time
+
+    with ScriptedServer([("sleep", 3.0), ("ok", "never asked")]) as server:
+        model, _ = _model(server.url, timeout_s=60.0, retry_timeouts=True)
+        model.set_deadline(time.monotonic() + 1.2)
+        started = time.monotonic()
+        with pytest.raises(LLMError, match="time limit"):
+            model.complete(MESSAGES, purpose="coder")
+        assert time.monotonic() - started < 2.5
+        with pytest.raises(LLMError, match="time limit is reached"):
+            model.complete(MESSAGES, purpose="coder")
+    assert len(server.requests) == 1
+
+
+def test_the_reply_cap_of_the_model_options_is_sent() -> None:
+    with ScriptedServer([("ok", "short")]) as server:
+        model, _ = _model(server.url, reply_tokens=256)
+        model.complete(MESSAGES, purpose="coder")
+    assert server.requests[0]["body"]["max_completion_tokens"] == 256
 
 
 def test_malformed_reply_is_an_llm_error() -> None:

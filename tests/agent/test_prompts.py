@@ -56,10 +56,16 @@ def test_coder_gets_advice_exemplars_slowest_first_and_its_last_attempt() -> Non
 
 
 def test_the_coder_is_taught_the_light_contract_with_a_complete_example_per_device() -> None:
-    for device, key in (("cpu", "STABLE_TORCH_LIBRARY_IMPL(kw_relu, CPU"), ("cuda", "nativeHandle()")):
+    """One worked example, never the problem's answer: relu is shown the weighted sum, a sum reduction the
+    ReLU."""
+    reduction = find_bundled("Sum_reduction_over_a_dimension")
+    for device, key in (("cpu", "CPU, m)"), ("cuda", "nativeHandle()")):
         content = "\n".join(m["content"] for m in coder_messages(RELU, device, None, None, []))
         assert "torch/csrc/stable/library.h" in content and "is_python_module=False" in content
         assert key in content and "class ModelNew" in content
+        assert "weighted_sum(" in content and "relu_forward" not in content
+        other = "\n".join(m["content"] for m in coder_messages(reduction, device, None, None, []))
+        assert "relu_forward" in other and "weighted_sum(" not in other
 
 
 def test_the_coder_is_told_how_it_is_judged_from_the_runs_own_policy() -> None:
@@ -92,12 +98,13 @@ def test_the_rules_agree_with_each_other_and_with_the_policy_level() -> None:
     assert "rejected under this run's `strict` policy" in strict and "reported beside" not in strict
 
 
-def test_the_stable_abi_reference_and_both_examples_reach_the_coder() -> None:
+def test_the_stable_abi_reference_and_one_example_that_is_not_the_answer_reach_the_coder() -> None:
     for device, op in (("cpu", "kw_wsum.weighted_sum"), ("cuda", "kw_wsum_cuda.weighted_sum")):
         content = coder_messages(RELU, device, None, None, [])[-1]["content"]
         assert "STD_TORCH_CHECK(condition" in content and "int -> int64_t, float -> double" in content
         assert "fail to build: TORCH_CHECK" in content and "new_empty(t, shape)" in content
-        assert "Example (ReLU)" in content and op in content and "Example (a weighted sum" in content
+        assert "Example (ReLU" not in content and op in content and "Example (a weighted sum" in content
+        assert content.count("Example (") == 1
 
 
 def test_the_judge_reads_the_same_rules_and_the_coder_reads_its_expected_effect() -> None:

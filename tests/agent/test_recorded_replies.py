@@ -19,13 +19,14 @@ FAST = fake_kernel("accepted 1.2", "# a first kernel")
 FASTER = fake_kernel("accepted 1.4", "# a second kernel")
 
 
-def _serve(tmp_path: Path, steps: list[tuple[str, Any]], executor: Any = None,
-           **options: Any) -> tuple[dict[str, Any], ScriptedServer]:
+def _serve(tmp_path: Path, steps: list[tuple[str, Any]], executor: Any = None, said: list[str] | None = None,
+           model: dict[str, Any] | None = None, **options: Any) -> tuple[dict[str, Any], ScriptedServer]:
     config = OptimizeConfig(device="cpu", **{"rounds": 2, "patience": 3, **options})
     with ScriptedServer(steps) as server:
-        summary = run_optimize("relu", config, ModelSpec(model="qwen", base_url=server.url, api_key_env="NONE"),
-                               f"sqlite:///{tmp_path / 'recorded.db'}", executor=executor or ContentExecutor(
-                                   lambda _source: "runtime_error"))
+        spec = ModelSpec(model="qwen", base_url=server.url, api_key_env="NONE", **(model or {}))
+        summary = run_optimize("relu", config, spec, f"sqlite:///{tmp_path / 'recorded.db'}",
+                               executor=executor or ContentExecutor(lambda _source: "runtime_error"),
+                               progress=(said if said is not None else []).append)
     return summary, server
 
 
@@ -75,3 +76,82 @@ def test_the_judge_is_asked_for_one_format_and_the_coder_for_the_file_last(tmp_p
     assert "Answer with JSON only" in judge
     for coder in (_prompt(server, 0), _prompt(server, 2)):
         assert coder.rstrip().endswith("the whole file in one ```python code block.")
+
+
+def test_a_reply_cut_off_at_the_cap_is_asked_for_the_file_alone(tmp_path: Path) -> None:
+    """The 0.5B on relu: a copy of the contract's example, then a second block cut off at 1024 tokens."""
+    steps = [("reply", reply("ReLU", "coder", 1)), ("ok", f"Here it is:\n```python\n{FAST}```")]
+    summary, server = _serve(tmp_path, steps, ContentExecutor(lambda s: "accepted 1.2"), rounds=1)
+    assert len(server.requests) == 2
+    assert _prompt(server, 1).startswith("Your reply was cut off at 1024 tokens")
+    assert summary["best"]["speedup"] == 1.2 and "a first kernel" in Path(summary["best"]["path"]).read_text()
+    entries = [json.loads(line) for line in (Path(summary["folder"]) / "transcript.jsonl").read_text().splitlines()]
+    calls = [e for e in entries if "purpose" in e and "reply" in e]
+    assert [(c["purpose"], c["finish_reason"], c["truncated"]) for c in calls] == [
+        ("coder", "length", True), ("coder+", "stop", False)]
+    assert all(c["latency_s"] is not None for c in calls)
+
+
+def test_a_cut_off_reply_whose_re_ask_fails_too_keeps_its_complete_file(tmp_path: Path) -> None:
+    steps = [("reply", reply("ReLU", "coder", 1)), ("reply", {"content": "I cannot.", "finish_reason": "stop"})]
+    executor = ContentExecutor(lambda s: "accepted 1.0")
+    summary, server = _serve(tmp_path, steps, executor, rounds=1)
+    assert len(server.requests) == 2 and len(executor.submitted) == 1
+    assert "relu_forward" in executor.submitted[0].source  # the complete block the cut-off reply held
+
+
+def test_a_lone_cpp_op_is_wrapped_and_evaluated_without_a_re_ask(tmp_path: Path) -> None:
+    """The 1.5B on relu: a correct stable-ABI op in a ```cpp block, no Python file, no ModelNew."""
+    executor = ContentExecutor(lambda s: "accepted 1.1")
+    summary, server = _serve(tmp_path, [("reply", reply("ReLU", "coder", 0, "1.5B"))], executor, rounds=1)
+    assert len(server.requests) == 1 and len(executor.submitted) == 1
+    wrapped = executor.submitted[0].source
+    assert "class ModelNew(nn.Module)" in wrapped and "torch.ops.kw_relu.kw_relu(x)" in wrapped
+    assert summary["best"]["speedup"] == 1.1
+    assert any("the harness wrote the ModelNew" in note for note in _notes(summary))
+
+
+def test_an_echo_of_the_prompt_is_asked_again(tmp_path: Path) -> None:
+    """The 0.5B's round-2 reply on relu: the end of its prompt, no code."""
+    echo = reply("ReLU", "coder", 2)
+    steps = [("reply", echo), ("ok", f"```python\n{FAST}```")]
+    summary, server = _serve(tmp_path, steps, ContentExecutor(lambda s: "accepted 1.2"), rounds=1)
+    assert len(server.requests) == 2 and "Reply with the whole file" in _prompt(server, 1)
+    assert summary["best"]["speedup"] == 1.2
+
+
+def test_an_echo_is_named_as_one() -> None:
+    from agent.replies import read_reply
+    from kernelbench.bundled import find_bundled
+
+    echo = reply("ReLU", "coder", 2)["content"]
+    reading = read_reply(echo, "stop", 270, find_bundled("relu"), "cpu", prompt=f"Optimize this.\n\n{echo}\n\nReply.")
+    assert reading.source is None and reading.reask.startswith("Your reply repeated the end of the prompt")
+
+
+def test_a_repair_that_sends_the_same_file_back_is_told_so_once(tmp_path: Path) -> None:
+    """The 0.5B on Scale_Tanh_Residual: cut off after a copy of the weighted-sum example, then the same file as
+    its fix."""
+    same = reply("Scale_Tanh", "repair1", 1)
+    fixed = fake_kernel("accepted 1.3", "# scale tanh fixed")
+    steps = [("reply", reply("Scale_Tanh", "coder", 1)), ("reply", same), ("reply", same),
+             ("ok", f"```python\n{fixed}```")]
+    executor = ContentExecutor(lambda s: "accepted 1.3" if "fixed" in s else "runtime_error")
+    summary, server = _serve(tmp_path, steps, executor, rounds=1, repair_attempts=1)
+    assert len(server.requests) == 4
+    assert _prompt(server, 1).startswith("Your reply was cut off at 1024 tokens")
+    assert _prompt(server, 3).startswith("This is the same file you sent before; it failed with:")
+    assert len(executor.submitted) == 2 and summary["best"]["speedup"] == 1.3
+
+
+def test_the_time_limit_stops_a_call_in_flight_and_the_run_says_its_cost_first(tmp_path: Path) -> None:
+    """A local model slower than the run's time limit: its call is cut at the limit, not retried into the busy
+    server, and the run ends `time_limit` (not `failed`)."""
+    said: list[str] = []
+    summary, server = _serve(tmp_path, [("sleep", 8.0), ("ok", "never asked")], said=said, time_limit_s=1.5,
+                             model={"llm_timeout": 600.0, "reply_tokens": 700})
+    assert summary["seconds"]["wall"] < 8.0 and len(server.requests) == 1  # it did not wait for the reply
+    assert summary["status"] == "time_limit"
+    assert server.requests[0]["body"]["max_completion_tokens"] == 700
+    estimate = next(line for line in said if line.startswith("prompts: about"))
+    assert "tokens per coder call" in estimate and "capped at 700 tokens" in estimate and "600 s" in estimate

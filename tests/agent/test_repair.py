@@ -80,8 +80,11 @@ def test_no_repairs_when_turned_off_and_a_repeated_kernel_ends_the_chain(tmp_pat
     _, _, db = _run(tmp_path, [coder_reply(BROKEN[0]), judge_reply(), coder_reply(FAST)], rounds=2,
                     repair_attempts=0)
     assert [c.purpose for c in _calls(db)] == ["coder", "judge", "coder"]
-    _, executor, db = _run(tmp_path / "again", [coder_reply(BROKEN[0]), coder_reply(BROKEN[0])])
-    assert [c.purpose for c in _calls(db)] == ["coder", "repair1"] and len(executor.submitted) == 1
+    # the same file back is told so once; sent again, it ends the chain (evaluated once)
+    _, executor, db = _run(tmp_path / "again", [coder_reply(BROKEN[0])] * 3)
+    calls = _calls(db)
+    assert [c.purpose for c in calls] == ["coder", "repair1", "repair1+same"] and len(executor.submitted) == 1
+    assert calls[-1].messages[-1]["content"].startswith("This is the same file you sent before")
 
 
 def test_best_of_n_repairs_each_failed_slot(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ def _calls(db: str) -> list[LLMCallRow]:
 
 def test_refusals_only_end_no_kernel_with_a_non_zero_exit(tmp_path: Path) -> None:
     replies = [{"purpose": "coder", "content": "I can't help with writing that kernel."},
-               {"purpose": "coder", "content": "```python\nclass ModelNew(nn.Module):\n    def forward(self, x):"}]
+               {"purpose": "coder", "content": "```python\nclass ModelNew(nn.Module):\n    def forward(self, x):"}] * 2
     command = [str(Path(sys.executable).parent / "kernelwright"), "optimize", "relu", "--device", "cpu", "--model",
                f"scripted:{_script(tmp_path, replies)}", "--rounds", "2", "--db", f"sqlite:///{tmp_path / 'cli.db'}",
                "--json"]
@@ -53,8 +53,9 @@ def test_refusals_only_end_no_kernel_with_a_non_zero_exit(tmp_path: Path) -> Non
     assert done.returncode != 0 and summary["status"] == "no_kernel" and summary["best"] is None
     assert "no kernel to evaluate: 2 of 2 replies" in summary["message"]
     assert "no kernel to evaluate" in (Path(summary["folder"]) / "report.md").read_text()
-    assert [json.loads(line)["purpose"] for line in
-            (Path(summary["folder"]) / "transcript.jsonl").read_text().splitlines()] == ["coder", "coder"]
+    entries = [json.loads(line) for line in (Path(summary["folder"]) / "transcript.jsonl").read_text().splitlines()]
+    assert [e["purpose"] for e in entries if "reply" in e] == ["coder", "coder+"] * 2  # each asked once more
+    assert sum("asked again" in e.get("note", "") for e in entries) == 2
 
 
 def test_a_run_that_evaluated_a_kernel_is_not_no_kernel(tmp_path: Path) -> None:
