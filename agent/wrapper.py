@@ -78,6 +78,10 @@ def _signature(problem: Problem) -> Signature:
     values: dict[str, tuple[str, str]] = {}
     for name, _ in [*instance.named_parameters(), *instance.named_buffers()]:
         values[name.replace(".", "_")] = (f"self.{name}", "Tensor")
+    for path, module in instance.named_modules():  # a parameter left out (bias=False): an optional tensor, None
+        for attr in [a for a, v in module._parameters.items() if v is None]:
+            dotted = f"{path}.{attr}" if path else attr
+            values.setdefault(dotted.replace(".", "_"), (f"self.{dotted}", "Tensor?"))
     for path, module in instance.named_modules():
         for attr, value in vars(module).items():
             kind = _schema_type(value)
