@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
 
-# The suite's own temporary folder, set before any of our modules is imported: the machine-wide compile slots and
-# CPU timing lock live there (harness/compilation/compile_slots.py, harness/isolation/timing_slot.py), so a user's
-# commands running beside `make test` neither wait for the suite's compile slots nor share its locks, and the
-# children's temporary files stay the suite's. A stable name per user, so pytest prunes its old folders there.
-SUITE_TMP = Path(tempfile.gettempdir()) / f"kernelwright-suite-{os.getuid()}"
-SUITE_TMP.mkdir(mode=0o700, exist_ok=True)
-os.environ["TMPDIR"] = tempfile.tempdir = str(SUITE_TMP)
+# A user's results never reach the suite (its home is set per session). The machine-wide locks (compile slots,
+# the CPU timing lock, in the temporary folder) stay shared with the user's commands on purpose: a CPU timing
+# freezes every other kernelwright process's builds and timed children by their cgroups, machine-wide, so two
+# timings under two different locks could freeze each other's children (a user's `eval --self-check` run beside
+# the suite timed out after 7 minutes while the suite had a lock folder of its own, most likely from this).
 for _variable in ("KERNELWRIGHT_HOME", "KERNELWRIGHT_DB", "KERNELWRIGHT_PRICES", "KERNELWRIGHT_BUILD_CACHE"):
     os.environ.pop(_variable, None)  # the user's results never reach the suite (its home is set per session)
 
