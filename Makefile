@@ -54,10 +54,12 @@ test-gpu: setup
 gpu-check: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/gpu_check.py $(GPU_CHECK_ARGS)
 
-# builds and evaluations (bench_eval), then sweep throughput with 1 vs 2 workers (bench_sweep), in one run
+# builds and evaluations (bench_eval), sweep throughput with 1 vs 2 workers (bench_sweep), then the search
+# (bench_search: autotune, greedy vs population on a simulated coder, screening vs full seconds), in one run
 bench: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_eval.py
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_sweep.py
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_search.py
 
 # kernelwright's CPU speedups of the bundled pairs against a direct measurement in one process
 bench-fidelity: setup
@@ -77,6 +79,7 @@ bench-smoke: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_hardening.py --smoke
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/cuda_l1_static.py --smoke
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/gpu_check.py --device cpu --smoke
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/bench_search.py --smoke
 
 clean:
 	rm -rf $(VENV) runs/builds runs/scratch

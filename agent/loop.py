@@ -304,7 +304,8 @@ class Optimizer:
                     for slot in range(self.config.candidates)]
         if self.archive is not None and round_ > 0 and focus is not None and focus.accepted:
             plans = self.archive.plan(self.config.candidates, round_)
-            messages = [slot_messages(plan, self.problem, self.config.device, advice, exemplars, context)
+            approaches = [m.approach for m in self.archive.members]
+            messages = [slot_messages(plan, self.problem, self.config.device, advice, exemplars, context, approaches)
                         for plan in plans]
         slots = range(self.config.candidates)
         started = time.perf_counter()

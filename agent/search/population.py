@@ -38,7 +38,8 @@ class Member:
 @dataclass
 class SlotPlan:
     """What one coder slot of a round starts from: `best` (the judged best kernel, with the judge's advice), `parent`
-    (another approach's best, with what was said of it) or `combine` (two kernels of different approaches)."""
+    (another approach's best, with what was said of it), `combine` (two kernels of different approaches) or
+    `explore` (the best kernel, to be rewritten with an approach the archive does not hold yet)."""
 
     kind: str
     parents: list[Member] = field(default_factory=list)
@@ -48,9 +49,11 @@ class Archive:
     """At most `per_approach` kernels per approach (the fastest), at most `size` in all (the slowest approaches'
     go first)."""
 
-    def __init__(self, size: int = 12, per_approach: int = 2, combine_every: int = 2) -> None:
+    def __init__(self, size: int = 12, per_approach: int = 2, combine_every: int = 2, combine_tries: int = 2) -> None:
         self.size, self.per_approach, self.combine_every = size, per_approach, combine_every
+        self.combine_tries = combine_tries  # combine moves per pair (a reply can fail for reasons of its own)
         self.members: list[Member] = []
+        self.combined: dict[frozenset[str], int] = {}  # combine moves given to each pair so far
 
     def add(self, member: Member) -> bool:
         """Keep `member` if it is new and among the best of its approach; whether it was kept."""
@@ -78,20 +81,40 @@ class Archive:
         return leaders
 
     def plan(self, candidates: int, round_: int) -> list[SlotPlan]:
-        """A round's slots spread over parents: slot 1 always the best kernel (the one the judge advised on); with
-        two approaches or more, one slot combines the two best approaches (every `combine_every` rounds when there
-        is one slot), the others go to the next approaches' leaders, then back to the best."""
+        """A round's slots spread over parents: slot 1 the best kernel (the one the judge advised on); a second move
+        (every `combine_every` rounds when there is one slot, then in its place) combines the fastest two approaches
+        not combined before, or, with none left, explores a new approach; the other slots go to the next
+        approaches' leaders, then back to the best."""
         leaders = self.leaders()
         if not leaders:
             return [SlotPlan("best") for _ in range(candidates)]
         plans = [SlotPlan("best", [leaders[0]])]
-        combine = len(leaders) >= 2 and (candidates >= 2 or round_ % self.combine_every == 0)
-        if combine and candidates == 1:
-            return [SlotPlan("combine", leaders[:2])]
-        if combine:
-            plans.append(SlotPlan("combine", leaders[:2]))
+        second_move = candidates >= 2 or round_ % self.combine_every == 0
+        pair = self._pair(leaders) if second_move else None
+        if pair is not None:
+            key = frozenset(m.key for m in pair)
+            self.combined[key] = self.combined.get(key, 0) + 1
+            move = SlotPlan("combine", pair)
+        else:  # nothing left to combine: look for another approach, from the best kernel
+            move = SlotPlan("explore", [leaders[0]])
+        if second_move and candidates == 1:
+            return [move]
+        if second_move:
+            plans.append(move)
         others = leaders[1:]
         while len(plans) < candidates:
             plans.append(SlotPlan("parent", [others[(len(plans) - 2) % len(others)]]) if others else
                          SlotPlan("best", [leaders[0]]))
         return plans[:candidates]
+
+    def _pair(self, leaders: list[Member]) -> list[Member] | None:
+        """The fastest two leaders, combined fewer than `combine_tries` times, whose approaches each bring something
+        the other lacks."""
+        for i, first in enumerate(leaders):
+            for second in leaders[i + 1:]:
+                one, other = set(first.approach.split("+")), set(second.approach.split("+"))
+                tries = self.combined.get(frozenset({first.key, second.key}), 0)
+                if one <= other or other <= one or tries >= self.combine_tries:
+                    continue
+                return [first, second]
+        return None

@@ -16,12 +16,18 @@ def _said(member: Member) -> str:
 
 
 def slot_messages(plan: SlotPlan, problem: Problem, device: str, advice: JudgeAdvice | UnusableAdvice | None,
-                  exemplars: list[Exemplar], context: RunContext) -> list[Message]:
+                  exemplars: list[Exemplar], context: RunContext, approaches: list[str] | None = None) -> list[Message]:
     """The messages of one coder call of a population round."""
     if plan.kind == "best" or not plan.parents:
         focus = plan.parents[0].payload if plan.parents else None
         return coder_messages(problem, device, advice, focus, exemplars, context)
     first = plan.parents[0]
+    if plan.kind == "explore":
+        tried = ", ".join(sorted(set(approaches))) if approaches else first.approach
+        direction = (f"a different approach from every kernel so far (their approaches: {tried}): rewrite the "
+                     "kernel shown below as the best so far with another way of computing the result (another loop "
+                     "order, blocking, vectorization or parallel decomposition), not a tweak of it.")
+        return coder_messages(problem, device, None, first.payload, exemplars, context, direction)
     if plan.kind == "parent":
         direction = (f"improve the kernel shown below as the best so far: it is this attempt's parent, another "
                      f"approach than the run's fastest ({first.approach}, measured {first.speedup:.2f}x{_said(first)})."

@@ -44,9 +44,14 @@ def test_the_archive_keeps_the_best_of_each_approach_and_plans_over_them() -> No
     assert [p.kind for p in plans] == ["best", "combine", "parent", "parent"]
     assert [m.key for m in plans[1].parents] == ["a", "b"] and [p.parents[0].key for p in plans[2:]] == ["b", "d"]
     assert [p.kind for p in archive.plan(1, 1)] == ["best"] and [p.kind for p in archive.plan(1, 2)] == ["combine"]
+    assert [m.key for m in archive.plan(2, 3)[1].parents] == ["a", "d"]  # (a, b) had its two tries
     single = Archive()
     single.add(Member("a", "a", 1.6, "openmp"))
-    assert [p.kind for p in single.plan(3, 2)] == ["best", "best", "best"]  # one approach: nothing to combine
+    single.add(Member("b", "b", 1.2, "openmp+simd"))  # holds all openmp has: combining the two brings nothing
+    assert [p.kind for p in single.plan(3, 2)] == ["best", "explore", "parent"]
+    alone = Archive()
+    alone.add(Member("a", "a", 1.6, "openmp"))
+    assert [p.kind for p in alone.plan(3, 2)] == ["best", "explore", "best"]  # one approach: look for another
 
 
 def test_a_population_round_spreads_its_slots_over_parents_and_combines(tmp_path: Path) -> None:
@@ -59,6 +64,16 @@ def test_a_population_round_spreads_its_slots_over_parents_and_combines(tmp_path
     assert "the reviewer said of it: <evaluation-output> scripted" in coders[1]  # the best's diagnosis, quoted
     assert "another approach than the run's fastest (blocked, measured 1.30x)" in coders[2]
     assert BLOCKED.strip() in coders[2] and "unroll the inner loop" not in coders[2]
+
+
+def test_an_explore_move_asks_for_an_approach_the_archive_lacks(tmp_path: Path) -> None:
+    also_threaded = fake_kernel("accepted 1.5", 'cpp = "#pragma omp parallel for"  # another one')
+    replies = [coder_reply(THREADED), coder_reply(also_threaded), judge_reply("unroll"),
+               coder_reply(fake_kernel("accepted 1.7")), coder_reply(fake_kernel("accepted 1.8"))]
+    coders = [c.messages[-1]["content"] for c in _coder_prompts(tmp_path, replies, rounds=2, candidates=2,
+                                                                  search="population") if c.round == 1]
+    assert "Make this change: unroll" in coders[0]
+    assert "a different approach from every kernel so far (their approaches: openmp)" in coders[1]
 
 
 def test_greedy_rounds_start_every_slot_from_the_best(tmp_path: Path) -> None:

@@ -70,3 +70,9 @@ def test_bench_hardening_smoke() -> None:
 def test_gpu_check_smoke_on_the_cpu() -> None:
     out = _smoke("gpu_check.py", "--device", "cpu", "--smoke")
     assert "# kernelwright gpu-check" in out and "| ReLU |" in out and "gpu-check took" in out
+
+
+@pytest.mark.slow
+def test_bench_search_smoke() -> None:
+    out = _smoke("bench_search.py", "--smoke", timeout=900)
+    assert "# kernelwright search" in out and "(b) simulated coder" in out and "(c) seconds per candidate" in out
