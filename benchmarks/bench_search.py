@@ -150,8 +150,8 @@ def bench_autotune(budget: str, full: bool) -> None:
         seconds = time.perf_counter() - started
     finally:
         executor.shutdown()
-    built = sum(1 for _v, e in screened if e.build.get("builds"))
-    print(f"{len(screened)} variants screened ({built} built), {seconds:.1f} s in all, "
+    built = sum(any(not b.get("cache_hit") for b in e.build.get("builds", [])) for _v, e in screened)
+    print(f"{len(screened)} variants screened ({built} built, the rest from the build cache), {seconds:.1f} s in all, "
           f"{seconds / max(1, len(screened)):.1f} s a variant")
     print("| variant | screened speedup | candidate ms | verdict |\n|---|---|---|---|")
     for row in sorted(tuning.rows, key=lambda r: -(r.speedup or 0)):

@@ -74,5 +74,5 @@ def test_gpu_check_smoke_on_the_cpu() -> None:
 
 @pytest.mark.slow
 def test_bench_search_smoke() -> None:
-    out = _smoke("bench_search.py", "--smoke", timeout=900)
+    out = _smoke("bench_search.py", "--smoke", timeout=1800)
     assert "# kernelwright search" in out and "(b) simulated coder" in out and "(c) seconds per candidate" in out
