@@ -17,8 +17,9 @@ from tests.agent.fake_executor import ScriptedExecutor, coder_reply, fake_kernel
 
 def test_optimize_report_shows_every_round_and_sane_charts(tmp_path: Path) -> None:
     fast, faster = fake_kernel("accepted 1.5"), fake_kernel("accepted 3.0")
-    replies = [coder_reply(fast), judge_reply(), {"purpose": "coder", "content": "no code today"}, judge_reply(),
-               coder_reply(faster), judge_reply(), coder_reply(fast)]
+    no_code = {"purpose": "coder", "content": "no code today"}  # asked again once in its round: no code again
+    replies = [coder_reply(fast), judge_reply(), no_code, no_code, judge_reply(), coder_reply(faster), judge_reply(),
+               coder_reply(fast)]
     script = tmp_path / "s.json"
     script.write_text(json.dumps({"replies": replies}))
     db = f"sqlite:///{tmp_path / 'r.db'}"
