@@ -6,38 +6,18 @@ weaken an evaluation by accident.
 
     KERNELWRIGHT_TEST_DEFENCES_OFF=held_outputs,fresh_factor,jail_hides_home
 
-What holds where, and the switch that proves each defence: docs/defences.md.
+What holds where, and the switch that proves each defence: docs/defences.md (generated from the registry).
 """
 
 from __future__ import annotations
 
 import os
 
+from harness.checks import switches
 from harness.policy import STATIC_OFF_SWITCH
 
 DEFENCES_OFF = "KERNELWRIGHT_TEST_DEFENCES_OFF"
-KNOWN = {
-    "held_outputs": "outputs the caller holds are re-read after later batches (harness/measurement/held_outputs.py)",
-    "fresh_factor": "every timed call's floats carry a fresh per-element factor (harness/values/fresh_inputs.py)",
-    "jail_hides_home": "the jail covers kernelwright's home and the build cache (harness/isolation/session.py)",
-    "protocol_statement": "a child-staged speedup says so and strict refuses it (harness/pipeline.py)",
-    "trivial_canaries": "zeros, ones, the input passed through or a constant must fail every problem "
-                        "(harness/verification/canaries.py)",
-    "term_ablation": "every term and part of the reference must matter: the term canaries and the ablation check "
-                     "(harness/verification/term_canaries.py, ablation.py; switched in canaries.py)",
-    "jail_binds": "the jail's own /dev, private /tmp, /dev/shm and home folders, other scratch quotas hidden, "
-                  "read-only file systems (harness/isolation/jail.py)",
-    "jail_uid": "the jailed process runs as an unprivileged user (harness/isolation/jail.py)",
-    "parent_slots": "the parent writes every call's inputs and reads its outputs, the children frozen "
-                    "(harness/measurement/frozen_calls.py parent_driven)",
-    "fresh_integers": "every timed call's integer and boolean inputs are redrawn (harness/values/fresh_inputs.py)",
-    "probes": "every timed call's output is probed at secret positions (harness/measurement/timed_checks.py)",
-    "knockout": "forward with every kernel function poisoned must not still answer (harness/pipeline.py)",
-    "processes": "the candidate's process tree must not grow after it loaded: the parent counts its cgroup's "
-                 "processes (harness/pipeline.py)",
-    "freeze": "the candidate's process tree is frozen while the parent writes its inputs and reads its outputs, "
-              "and while the other side is timed (harness/isolation/session.py ChildSession.freeze)",
-}
+KNOWN = switches()  # each row of the registry (harness/checks.py) with a switch: its name and what it turns off
 
 
 def is_off(name: str) -> bool:

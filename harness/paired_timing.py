@@ -19,7 +19,7 @@ from harness.isolation.timing_slot import timing_slot
 from harness.measurement.frozen_calls import FrozenSide, slot_count
 from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
 from harness.policy import EvalPolicy
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.precision import settings_differences
 from harness.verification.reference import ReferenceRun
 from kernelbench.problem import Problem, ProblemError
@@ -97,7 +97,7 @@ def time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun,
     except TimingProtocolError as exc:
         if str(exc).startswith("the reference's"):  # the machine's doing, never the candidate's
             raise ProblemError(f"timing could not run on this machine now: {exc}") from None
-        timing.run.failures.append(Finding("timing", f"the candidate's process broke the timing protocol: {exc}"))
+        timing.run.failures.append(Finding(Check.TIMING, f"the candidate's process broke the timing protocol: {exc}"))
         return timing.run
     except ChildFailed as failed:
         if failed.reference:

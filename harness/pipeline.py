@@ -40,7 +40,7 @@ from harness.measurement.frozen_trials import run_trials
 from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
 from harness.paired_timing import parent_calls, reference_session, set_policy, shared_slots, time_both
 from harness.policy import EvalPolicy
-from harness.records import Evaluation, Finding, Verdict, rendered
+from harness.records import Check, Evaluation, Finding, Verdict, rendered
 from harness.verification.canaries import passing_canaries
 from harness.verification.compare import compare_trial
 from harness.verification.oracle import deterministic, numerical_contract
@@ -85,7 +85,7 @@ def evaluate(problem: Problem, candidate_source: str, device: str = "cpu", polic
         evaluation = _remeasure(evaluation, facts, problem, candidate_source, policy, say)
         if evaluation.accepted and _beats_physics(evaluation):
             evaluation.findings.append(Finding(
-                "physics", f"{evaluation.candidate_ms:.4f} ms is under half the roofline floor "
+                Check.PHYSICS, f"{evaluation.candidate_ms:.4f} ms is under half the roofline floor "
                 f"({evaluation.roofline['floor_ms']:.4f} ms) even when re-measured: check the device's peak rates or "
                 "the kernel's timing", fatal=False, lead=True))
     evaluation.reasons = rendered(evaluation.findings)
@@ -114,7 +114,7 @@ def _remeasure(first: Evaluation, first_facts: Facts, problem: Problem, source: 
     facts = _static_facts(first.device, None, first_facts.static_findings)
     _run_isolated(second, facts, problem, source, policy, say)
     _conclude(second, facts, problem, policy)
-    second.findings.append(Finding("re-measured", f"first measurement {first.speedup:.2f}x was above "
+    second.findings.append(Finding(Check.RE_MEASURED, f"first measurement {first.speedup:.2f}x was above "
                                    f"{policy.implausible_speedup:g}x; this is a second, fresh-process measurement",
                                    fatal=False))
     if second.accepted and first.speedup and second.speedup:
@@ -464,15 +464,16 @@ def _time_fresh_set(fresh: _ProcessSet, reference: ReferenceRun, policy: EvalPol
         return timed
     ended = _processes(fresh.candidate)
     if loaded and ended and ended > loaded and policy.hardening:
-        timed.failures.append(Finding("processes", f"a fresh process of the candidate grew from {loaded} to {ended} "
-                                      "processes while timed: a process it started was still running"))
+        timed.failures.append(Finding(
+            Check.PROCESSES, f"a fresh process of the candidate grew from {loaded} to {ended} "
+            "processes while timed: a process it started was still running"))
         return timed
     finished = fresh.candidate.request(P.Finish())
     if "failed" in finished:
         raise ChildFailed(finished, reference=False)
     result = read_result(fresh.scratch)
     if result is None:
-        timed.failures.append(Finding("timing", "a fresh process of the candidate, timed as another set, left no "
+        timed.failures.append(Finding(Check.TIMING, "a fresh process of the candidate, timed as another set, left no "
                                       "result"))
     else:
         timed.failures += integrity_failures(result, reference, policy, job.device)

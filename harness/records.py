@@ -47,6 +47,100 @@ def outcome(value: str) -> Outcome:
     return Verdict(value) if value in Verdict._value2member_map_ else Unjudged(value)
 
 
+class Check(StrEnum):
+    """Every finding's tag: what people, the judge model and tests key on (stored and printed as the value).
+    Each has one row in the registry, harness/checks.py, which says what it decides and where it holds."""
+
+    NONE = ""  # a message that stands alone: a crash, a timeout, a compile-only build
+    # the static policy (harness/verification/static_check.py, source_scan.py)
+    SYNTAX = "syntax"
+    NO_MODELNEW = "no-modelnew"
+    FORBIDDEN_API = "forbidden-api"
+    HARNESS_ALIAS = "harness-alias"
+    MONKEYPATCH = "monkeypatch"
+    PROBLEM_OVERRIDE = "problem-override"
+    GLOBAL_STATE = "global-state"
+    TRY_FALLBACK = "try-fallback"
+    PRECISION = "precision"
+    TORCH_COMPUTE = "torch-compute"
+    LIBRARY_COMPUTE = "library-compute"
+    STREAMS = "streams"
+    FAST_MATH = "fast-math"
+    PYTHON_CAPI = "python-capi"
+    PROFILER_HOOK = "profiler-hook"
+    OPERATOR_OVERRIDE = "operator-override"
+    INCLUDE = "include"
+    IO = "io"
+    # the static policy: forbidden modules and calls, tagged by what they reach
+    BUILTINS = "builtins"
+    CONCURRENCY = "concurrency"
+    DATABASES = "databases"
+    DEBUGGER = "debugger"
+    DESERIALIZATION = "deserialization"
+    DYNAMIC = "dynamic"
+    EXIT = "exit"
+    FILE = "file"
+    IMPORT = "import"
+    IMPORT_MACHINERY = "import-machinery"
+    INTROSPECTION = "introspection"
+    MONKEYPATCHING = "monkeypatching"
+    NETWORK = "network"
+    PROCESS = "process"
+    RAW_MEMORY = "raw-memory"
+    SIGNAL = "signal"
+    STDIN = "stdin"
+    SUBPROCESSES = "subprocesses"
+    # limits and the build
+    BUILD_LIMIT = "build-limit"
+    SCRATCH_LIMIT = "scratch-limit"
+    NO_KERNEL = "no-kernel"
+    # tampering, seen by the parent or reported by the child
+    MUTATION = "mutation"
+    ALIASING = "aliasing"
+    OUTPUT_TYPE = "output-type"
+    WORK_AFTER_RETURN = "work-after-return"
+    THREADS = "threads"
+    PROCESSES = "processes"
+    DISGUISED = "disguised"
+    HELD_OUTPUT = "held-output"
+    TIMING = "timing"
+    # answers
+    CORRECTNESS = "correctness"
+    ORACLE = "oracle"
+    NONDETERMINISTIC = "nondeterministic"
+    TIMED_CHECK = "timed-check"
+    GHOST_KERNEL = "ghost-kernel"
+    RUNTIME_COMPUTE = "runtime-compute"
+    DEGENERATE_PROBLEM = "degenerate-problem"
+    ABLATION = "ablation"
+    CACHE = "cache"
+    # how far the speedup is believed
+    CHECKS = "checks"
+    NOISE = "noise"
+    PROTOCOL = "protocol"
+    TELEMETRY = "telemetry"
+    PHYSICS = "physics"
+    RE_MEASURED = "re-measured"
+    # gathered on the way
+    DISTRIBUTION = "distribution"
+    NON_FINITE = "non-finite"
+    ENVELOPE = "envelope"
+    # containments: defences that write no finding of their own (what they stop shows as another check's, or as
+    # nothing gained); a tag so that each has its registry row and its attack tests a mark
+    JAIL_HOME = "jail-home"
+    JAIL_BINDS = "jail-binds"
+    JAIL_UID = "jail-uid"
+    FREEZE = "freeze"
+    PARENT_SLOTS = "parent-slots"
+    FRESH_FACTOR = "fresh-factor"
+    FRESH_INTEGERS = "fresh-integers"
+
+    @classmethod
+    def read(cls, tag: str) -> Check:
+        """The tag a child reported (its text is the candidate's process's to forge): unknown ones stand alone."""
+        return cls(tag) if tag in cls._value2member_map_ else cls.NONE
+
+
 @dataclass(frozen=True)
 class Finding:
     """One thing a check found: a stable tag (tests and the judge model key on it; empty for the few messages
@@ -56,12 +150,15 @@ class Finding:
     note; `lead`: a note important enough to be read before the others (a child-staged speedup, a physics doubt).
     """
 
-    check: str
+    check: Check
     message: str
     line: int | None = None
     fatal: bool = True
     verdict: Verdict | None = None
     lead: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "check", Check(self.check))  # a tag outside the vocabulary is a bug: it raises
 
     def render(self) -> str:
         where = f" (line {self.line})" if self.line else ""

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from harness.child import job as J
 from harness.paths import scratch_root
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.verification.reference import ReferenceRun
 from harness.isolation.scratch_quota import (capacity, grow, is_quota, mount_quota, release, release_abandoned,
                                              used)
@@ -46,7 +46,7 @@ def scratch_full(scratch: Path, job: J.ChildJob) -> Finding | None:
     """The reason when the candidate filled its scratch quota (the kernel refused its writes), else None."""
     if not is_quota(scratch) or capacity(scratch) - used(scratch) > (1 << 20):
         return None
-    return Finding("scratch-limit", f"the candidate filled its scratch folder: it may write "
+    return Finding(Check.SCRATCH_LIMIT, f"the candidate filled its scratch folder: it may write "
                    f"{job.policy.scratch_limit_mb} MB there (scratch_limit_mb, a tmpfs the kernel enforces) and its "
                    "writes beyond were refused")
 

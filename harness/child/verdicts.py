@@ -9,7 +9,7 @@ from typing import Any
 from harness.child import job as J
 from harness.isolation.sandbox import ChildOutcome, signal_name
 from harness.policy import EvalPolicy
-from harness.records import Finding, Verdict
+from harness.records import Check, Finding, Verdict
 from harness.values.precision import settings_differences
 
 _PHASE_WORDS = {"start": "starting up", "import": "importing/building the candidate",
@@ -74,7 +74,7 @@ NO_CUDA_SOURCES = "compile-only CUDA device: the candidate built no CUDA sources
 
 
 def _decides(verdict: Verdict, message: str) -> Finding:
-    return Finding("", message, verdict=verdict)
+    return Finding(Check.NONE, message, verdict=verdict)
 
 
 def _thread_findings(threads: dict[str, dict[str, int]], device: str | None) -> list[str]:
@@ -136,5 +136,11 @@ def integrity_failures(result: J.ChildResult, reference: Any, policy: EvalPolicy
                 + precision_findings(result.precision, getattr(reference, "settings", None)))
     if reference.mutates_inputs:  # the reference writes into its inputs too: not the candidate's trick
         observed = [o for o in observed if not o.startswith("mutation:")]
-    return [Finding(text.split(":", 1)[0], text.split(":", 1)[1].strip(), verdict=Verdict.REJECTED)
-            for text in observed]
+    return [_reported(text) for text in observed]
+
+
+def _reported(text: str) -> Finding:
+    """`tag: message`, as the child wrote it; a tag outside the vocabulary keeps its text whole."""
+    tag, _, message = text.partition(":")
+    check = Check.read(tag)
+    return Finding(check, message.strip() if check or tag == "" else text, verdict=Verdict.REJECTED)

@@ -24,7 +24,7 @@ from harness.compilation.pch import PrecompiledHeaders, eligible
 from harness.isolation.sandbox import ChildOutcome, Limits
 from harness.isolation.session import run_jailed
 from harness.isolation.timing_slot import refuse_build_while_timing
-from harness.records import Finding
+from harness.records import Check, Finding
 
 MANIFEST = "MANIFEST.json"
 _ALLOWED = {"name", "cpp_sources", "cuda_sources", "functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
@@ -133,10 +133,11 @@ class BuildService:
             spent = sum(r.get("seconds", 0.0) for r in self.records)
             distinct = {r["key"] for r in self.records}
             if key not in distinct and len(distinct) >= self.max_builds:
-                self.limit_hit = Finding("build-limit", f"the candidate requested more than {self.max_builds} distinct "
-                                         "builds (max_builds): build one extension (or a few) at import time")
+                self.limit_hit = Finding(
+                    Check.BUILD_LIMIT, f"the candidate requested more than {self.max_builds} distinct "
+                    "builds (max_builds): build one extension (or a few) at import time")
             elif spent >= self.budget_s:
-                self.limit_hit = Finding("build-limit", f"the candidate's builds took {spent:.0f} s, its budget is "
+                self.limit_hit = Finding(Check.BUILD_LIMIT, f"the candidate's builds took {spent:.0f} s, its budget is "
                                          f"{self.budget_s:g} s (build_budget_s): no further build was started")
         return self.limit_hit
 

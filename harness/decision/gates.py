@@ -1,10 +1,11 @@
 """The verdict, decided in one place from the facts an evaluation gathered (harness/decision/facts.py).
 
-`GATES` is the order in which the checks decide, cheapest and most fundamental first. Each gate is a pure
-function `(facts, policy) -> findings`: it returns nothing when it has nothing to say or when what it needs was
-not gathered, notes (findings without a verdict) that the evaluation carries whatever is decided, or findings
-with a verdict: the first gate that returns one decides, and no later gate runs. A new check is one function here
-and one entry in `GATES`.
+`GATES` is the order in which the checks decide, cheapest and most fundamental first: derived from the registry
+(harness/checks.py), where each check is one row naming its gate. Each gate is a pure function
+`(facts, policy) -> findings`: it returns nothing when it has nothing to say or when what it needs was not
+gathered, notes (findings without a verdict) that the evaluation carries whatever is decided, or findings with a
+verdict: the first gate that returns one decides, and no later gate runs. What a finding decides under each
+static-policy level is the row's (`verdict_under`), never an `if` here.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
+from harness.checks import gate_order, verdict_under
 from harness.child.verdicts import NO_CUDA_SOURCES, child_failure, integrity_failures
 from harness.decision.facts import Facts
 from harness.decision.timing_reading import checks_note
 from harness.defences import is_off
 from harness.measurement.frozen_trials import cache_finding
 from harness.policy import EvalPolicy
-from harness.records import Finding, Verdict
+from harness.records import Check, Finding, Verdict
 from harness.verification.oracle import contract_finding, skipped_note
 from harness.verification.source_scan import scan_built_sources
 
@@ -26,11 +28,11 @@ Gate = Callable[[Facts, EvalPolicy], Sequence[Finding]]
 NEGLIGIBLE_SHARE = 0.05  # the candidate's kernels' part of the compute time under which the speedup is PyTorch's
 
 
-def _rejects(check: str, message: str) -> Finding:
+def _rejects(check: Check, message: str) -> Finding:
     return Finding(check, message, verdict=Verdict.REJECTED)
 
 
-def _note(check: str, message: str, lead: bool = False) -> Finding:
+def _note(check: Check, message: str, lead: bool = False) -> Finding:
     return Finding(check, message, fatal=False, lead=lead)
 
 
@@ -57,15 +59,16 @@ def child_ended(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 def kernel_built(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.child is None or not policy.require_custom_kernel or any(b.get("binary") for b in facts.builds):
         return []
-    return [_rejects("no-kernel", "no custom kernel was built while importing the candidate")]
+    return [_rejects(Check.NO_KERNEL, "no custom kernel was built while importing the candidate")]
 
 
 def built_sources(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """The static scan again, over the sources actually compiled (a candidate can build what its file hides)."""
     if facts.child is None or policy.static_policy == "off":
         return []
-    findings = scan_built_sources(facts.builds, strict=policy.static_policy == "strict")
-    return [_rejects(f.check, f"{f.message} (in the sources actually compiled)") for f in findings if f.fatal]
+    findings = scan_built_sources(facts.builds, strict=True)  # every finding; the row says what each decides here
+    return [_rejects(f.check, f"{f.message} (in the sources actually compiled)") for f in findings
+            if verdict_under(f.check, policy.static_policy)]
 
 
 def compile_only(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -73,10 +76,10 @@ def compile_only(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.result is None or facts.result.status != "compiled":
         return []
     if not any(b.get("cuda") for b in facts.builds):
-        return [Finding("", NO_CUDA_SOURCES, verdict=Verdict.REJECTED)]
-    return [Finding("", "compile-only CUDA device: the kernel and its host binding compiled; correctness and speed "
-                    "need a GPU", verdict=Verdict.COMPILED),
-            *(_note("", f"not checked: {b['skipped']}") for b in facts.builds if b.get("skipped"))]
+        return [Finding(Check.NONE, NO_CUDA_SOURCES, verdict=Verdict.REJECTED)]
+    return [Finding(Check.NONE, "compile-only CUDA device: the kernel and its host binding compiled; correctness "
+                    "and speed need a GPU", verdict=Verdict.COMPILED),
+            *(_note(Check.NONE, f"not checked: {b['skipped']}") for b in facts.builds if b.get("skipped"))]
 
 
 def tampering(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -95,33 +98,34 @@ def _process_growth(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if not policy.hardening or facts.processes is None or facts.processes[1] <= facts.processes[0]:
         return []
     loaded, ended = facts.processes
-    return [_rejects("processes", f"the candidate's process tree grew from {loaded} to {ended} processes after it "
-                     "loaded: a process it started was still running when its calls were over")]
+    return [_rejects(Check.PROCESSES, f"the candidate's process tree grew from {loaded} to {ended} processes after "
+                     "it loaded: a process it started was still running when its calls were over")]
 
 
 def outputs_readable(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.unreadable is None:
         return []
-    return [Finding("", f"the candidate's outputs could not be read back: {facts.unreadable}", verdict=Verdict.CRASH)]
+    return [Finding(
+        Check.NONE, f"the candidate's outputs could not be read back: {facts.unreadable}", verdict=Verdict.CRASH)]
 
 
 def call_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.protocol_broken is None:
         return []
-    return [_rejects("timing", f"the candidate's process broke the call protocol: {facts.protocol_broken}")]
+    return [_rejects(Check.TIMING, f"the candidate's process broke the call protocol: {facts.protocol_broken}")]
 
 
 def trial_count(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.reference is None or facts.outputs_count is None or facts.outputs_count == len(facts.reference.outputs):
         return []
-    return [Finding("", "the candidate's process returned outputs for the wrong number of trials",
+    return [Finding(Check.NONE, "the candidate's process returned outputs for the wrong number of trials",
                     verdict=Verdict.CRASH)]
 
 
 def correctness(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """Every trial, every distribution: the first wrong output of each trial."""
     comparisons = facts.comparisons or []
-    return [Finding("correctness", f"trial {index + 1} of {len(comparisons)} ({c.trial.distribution} inputs)"
+    return [Finding(Check.CORRECTNESS, f"trial {index + 1} of {len(comparisons)} ({c.trial.distribution} inputs)"
                     f"{' (on a repeated call)' if c.repeated else ''}: {c.trial.message}", verdict=Verdict.INCORRECT)
             for index, c in enumerate(comparisons) if not c.trial.passed]
 
@@ -140,7 +144,7 @@ def numerical_contract(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 def determinism(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     if facts.deterministic is not False:
         return []
-    return [_note("nondeterministic", "the trial called twice on the same inputs gave different bits (both "
+    return [_note(Check.NONDETERMINISTIC, "the trial called twice on the same inputs gave different bits (both "
                   "within tolerance): results vary from run to run")]
 
 
@@ -152,13 +156,14 @@ def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     timed_calls = timed.kernel_calls if timed and timed.kernel_calls is not None else calls.get("timed")
     findings = []
     if calls.get("wrapped_functions") and timed and timed.candidate_ms and not timed_calls:
-        findings.append(_rejects("ghost-kernel", "the candidate's kernel functions were never called during the "
+        findings.append(_rejects(Check.GHOST_KERNEL, "the candidate's kernel functions were never called during the "
                                  "timed calls: what was timed is some other code path"))
     if facts.knockout_matched:
         where = "on a timed call" if timed is not None and timed.knockouts else "on a call of its own"
-        findings.append(_rejects("ghost-kernel", f"with every function of the candidate's extension poisoned {where}, "
-                                 "forward() still returned the right answer: the kernel does not compute the "
-                                 "measured output"))
+        findings.append(_rejects(
+            Check.GHOST_KERNEL, f"with every function of the candidate's extension poisoned {where}, "
+            "forward() still returned the right answer: the kernel does not compute the "
+            "measured output"))
     return findings
 
 
@@ -178,13 +183,14 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     said = (f"forward ran PyTorch's own compute outside the candidate's kernels ({seen}{calls})" if ops else
             "forward's time went mostly outside the candidate's kernels")
     said += f"; the candidate's kernels did {share:.0%} of forward's time" if share is not None else ""
-    if policy.static_policy == "strict" and ops:
-        return [_rejects("runtime-compute", said + ": strict requires all of forward's compute in the candidate's "
-                         "kernels")]
+    if ops and verdict_under(Check.RUNTIME_COMPUTE, policy.static_policy):
+        return [_rejects(Check.RUNTIME_COMPUTE, said + ": strict requires all of forward's compute in the "
+                         "candidate's kernels")]
     if negligible and policy.require_custom_kernel:  # (a self-check has none)
-        return [_rejects("runtime-compute", said + f": under {NEGLIGIBLE_SHARE:.0%}, the speedup measured is PyTorch's, "
-                         "not the kernel's, so none is credited; move the work into the kernels")]
-    return [_note("runtime-compute", said)]
+        return [_rejects(
+            Check.RUNTIME_COMPUTE, said + f": under {NEGLIGIBLE_SHARE:.0%}, the speedup measured is PyTorch's, "
+            "not the kernel's, so none is credited; move the work into the kernels")]
+    return [_note(Check.RUNTIME_COMPUTE, said)]
 
 
 def degenerate_problem(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -192,7 +198,7 @@ def degenerate_problem(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     notes = list(facts.canary_notes)
     if not facts.degenerate:
         return notes
-    return [Finding("degenerate-problem", f"correct, but trivial answers pass every trial of this problem too "
+    return [Finding(Check.DEGENERATE_PROBLEM, f"correct, but trivial answers pass every trial of this problem too "
                     f"({'; '.join(facts.degenerate)}): correctness here proves nothing, so no speedup is reported",
                     verdict=Verdict.DEGENERATE), *notes]
 
@@ -205,7 +211,7 @@ def cached_answers(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     cached = cache_finding(checked, timed.kernel_calls, timed.candidate_calls)
     if cached is None:
         return []
-    return [replace(cached, verdict=Verdict.REJECTED if policy.static_policy == "strict" else None)]
+    return [replace(cached, verdict=verdict_under(Check.CACHE, policy.static_policy))]
 
 
 def timing_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -213,7 +219,7 @@ def timing_protocol(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     timed = facts.timed
     if timed is None or not timed.failures:
         return []
-    verdict = Verdict.INCORRECT if timed.failures[0].check == "timed-check" else Verdict.REJECTED
+    verdict = Verdict.INCORRECT if timed.failures[0].check == Check.TIMED_CHECK else Verdict.REJECTED
     return [replace(f, verdict=verdict) for f in timed.failures]
 
 
@@ -221,7 +227,7 @@ def timing_samples(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     reading = facts.reading
     if facts.timed is None or reading is not None:
         return []
-    return [Finding("", "the timing phase reported no valid samples", verdict=Verdict.CRASH)]
+    return [Finding(Check.NONE, "the timing phase reported no valid samples", verdict=Verdict.CRASH)]
 
 
 def timing_notes(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -244,21 +250,13 @@ def protocol_statement(facts: Facts, policy: EvalPolicy) -> list[Finding]:
         return []
     where = " (CUDA has no parent-driven path yet)" if facts.device == "cuda" else \
         " (this machine lacks a writable cgroup freezer, a sealable shared file or reading a child's memory)"
-    strict = policy.static_policy == "strict"
-    message = CHILD_STAGED.format(where=where, verdict="; strict refuses it" if strict else "")
-    return [Finding("protocol", message, verdict=Verdict.REJECTED if strict else None, lead=True)]
+    verdict = verdict_under(Check.PROTOCOL, policy.static_policy)
+    message = CHILD_STAGED.format(where=where, verdict="; strict refuses it" if verdict else "")
+    return [Finding(Check.PROTOCOL, message, verdict=verdict, lead=True)]
 
 
-
-# The order in which the checks decide. Correctness comes before anything about speed; tampering comes before
-# correctness (a candidate that mutates its inputs is rejected, whatever its answers were).
-GATES: tuple[Gate, ...] = (
-    static_policy, limits, child_ended, kernel_built, built_sources, compile_only, tampering,
-    outputs_readable, call_protocol, trial_count, correctness, numerical_contract, determinism,
-    timing_protocol,  # a timed call's own checks first: a wrong answer there outranks how it was computed
-    ghost_kernel, runtime_compute, degenerate_problem, cached_answers, timing_samples, timing_notes,
-    protocol_statement,
-)
+# The order in which the checks decide: the registry's (harness/checks.py), each gate where its first row stands.
+GATES: tuple[Gate, ...] = tuple(globals()[name] for name in gate_order())
 CORRECTNESS: tuple[Gate, ...] = (outputs_readable, call_protocol, trial_count, correctness)
 
 

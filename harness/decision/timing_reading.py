@@ -33,7 +33,7 @@ from harness.measurement.timed_calls import TimedRun
 from harness.measurement.timed_checks import PROBE_POSITIONS
 from harness.measurement.timing import believed_samples, speedup_interval, summarize
 from harness.policy import EvalPolicy
-from harness.records import Finding, TimingStats
+from harness.records import Check, Finding, TimingStats
 
 
 @dataclass
@@ -123,11 +123,12 @@ def catch_probability(checked_calls: int) -> float:
 def checks_note(timed: TimedRun, policy: EvalPolicy) -> Finding | None:
     if not policy.hardening or timed.checked_calls >= policy.timed_checks:
         return None
-    return Finding("checks", f"only {timed.checked_calls} timed calls were checked, under the {policy.timed_checks} "
-                   f"the policy asks for (they did not fit in 5x the timing budget): a kernel wrong on 1% of calls "
-                   f"would be caught with probability {catch_probability(timed.checked_calls):.2f}, not "
-                   f"{catch_probability(policy.timed_checks):.2f}; raise --timing-budget (now {policy.timing_budget_s:g} s) "
-                   f"for more", fatal=False)
+    return Finding(
+        Check.CHECKS, f"only {timed.checked_calls} timed calls were checked, under the {policy.timed_checks} "
+        f"the policy asks for (they did not fit in 5x the timing budget): a kernel wrong on 1% of calls "
+        f"would be caught with probability {catch_probability(timed.checked_calls):.2f}, not "
+        f"{catch_probability(policy.timed_checks):.2f}; raise --timing-budget (now {policy.timing_budget_s:g} s) "
+        f"for more", fatal=False)
 
 
 def timing_record(timed: TimedRun, reading: TimingReading) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.records import Finding
+from harness.records import Check, Finding
 
 THROTTLE_FLAGS = {0x8: "hw_slowdown", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake",
                   0x4: "sw_power_cap"}
@@ -46,11 +46,13 @@ def telemetry_flags(before: dict[str, Any], after: dict[str, Any]) -> list[Findi
     flags = []
     throttled = SERIOUS & set(before.get("throttle", []) + after.get("throttle", []))
     if throttled:
-        flags.append(Finding("telemetry", f"timed under throttling ({', '.join(sorted(throttled))})"))
+        flags.append(Finding(Check.TELEMETRY, f"timed under throttling ({', '.join(sorted(throttled))})"))
     foreign = set(before.get("foreign_processes", [])) | set(after.get("foreign_processes", []))
     if foreign:
-        flags.append(Finding("telemetry", f"other processes were using the GPU while timing (pids {sorted(foreign)})"))
+        flags.append(Finding(
+            Check.TELEMETRY, f"other processes were using the GPU while timing (pids {sorted(foreign)})"))
     if before.get("sm_clock_mhz") and after.get("sm_clock_mhz") and \
             after["sm_clock_mhz"] < 0.9 * before["sm_clock_mhz"]:
-        flags.append(Finding("telemetry", f"SM clock fell from {before['sm_clock_mhz']} to {after['sm_clock_mhz']} MHz"))
+        flags.append(Finding(
+            Check.TELEMETRY, f"SM clock fell from {before['sm_clock_mhz']} to {after['sm_clock_mhz']} MHz"))
     return flags

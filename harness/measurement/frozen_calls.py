@@ -20,7 +20,7 @@ from harness.isolation import protocol as P
 from harness.isolation import remote_memory
 from harness.isolation.session import ChildSession
 from harness.isolation.shared_slots import SharedSlots
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.integrity import overlaps
 from harness.values.tensors import NOT_PLAIN, UNSUPPORTED, nbytes
 
@@ -280,11 +280,12 @@ class FrozenSide:
         inputs = [(p[0], p[0] + p[1]) for slot in self.slots for p in slot if isinstance(p, list) and len(p) == 2]
         for call, span in spans:
             if overlaps(span, inputs):
-                return [Finding("aliasing", f"call {call} of a batch: an output shares memory with the inputs")]
+                return [Finding(Check.ALIASING, f"call {call} of a batch: an output shares memory with the inputs")]
             if overlaps(span, self.owned):
-                return [Finding("aliasing", f"call {call} of a batch: an output shares memory with the model's "
+                return [Finding(Check.ALIASING, f"call {call} of a batch: an output shares memory with the model's "
                                 "parameters or buffers")]
             if overlaps(span, [s for other, s in spans if other != call]):
-                return [Finding("aliasing", f"call {call} of a batch: an output shares memory with an earlier call's "
-                                "output (a buffer reused from call to call, which each call overwrites)")]
+                return [Finding(
+                    Check.ALIASING, f"call {call} of a batch: an output shares memory with an earlier call's "
+                    "output (a buffer reused from call to call, which each call overwrites)")]
         return []

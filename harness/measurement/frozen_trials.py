@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.isolation import protocol as P
 from harness.measurement.frozen_calls import FrozenSide, SideFailure
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.tensors import NOT_PLAIN
 
 _IDLE_S = 0.005  # how long the child runs idle before its outputs are read again (work after `done`)
@@ -64,7 +64,7 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
         if not mutating_reference:
             checked.findings += _mutations(side, values)
         if _moved_after_done(side, outputs):
-            checked.findings.append(Finding("work-after-return", "an output kept changing after forward() returned "
+            checked.findings.append(Finding(Check.WORK_AFTER_RETURN, "an output kept changing after forward() returned "
                                             "(work on another thread finished later)"))
         for trial, output in zip(chunk, outputs):
             checked.outputs[trial].append(output)
@@ -82,9 +82,10 @@ def cache_finding(checked: CheckedTrials, timed_kernel_calls: int, timed_calls: 
     per_call = timed_kernel_calls // timed_calls
     if checked.kernel_calls >= per_call * checked.calls:
         return None
-    return Finding("cache", f"forward() made {checked.kernel_calls} kernel calls on {checked.calls} checked calls (one a "
-            f"repeat of an earlier input set) where every timed call makes {per_call}: an output came from an earlier "
-            "call, not from the kernel")
+    return Finding(
+        Check.CACHE, f"forward() made {checked.kernel_calls} kernel calls on {checked.calls} checked calls (one a "
+        f"repeat of an earlier input set) where every timed call makes {per_call}: an output came from an earlier "
+        "call, not from the kernel")
 
 
 def _output_types(side: FrozenSide, calls: int) -> list[Finding]:
@@ -92,7 +93,7 @@ def _output_types(side: FrozenSide, calls: int) -> list[Finding]:
     for call in range(calls):
         for index, tensor in enumerate(side.tensors(call)):
             if isinstance(tensor, str) and tensor.startswith(NOT_PLAIN):
-                found.append(Finding("output-type", f"output {index} is not a plain dense CPU torch.Tensor (a "
+                found.append(Finding(Check.OUTPUT_TYPE, f"output {index} is not a plain dense CPU torch.Tensor (a "
                                      "tensor subclass can compute lazily or lie about its values): return a plain "
                                      "torch.Tensor"))
     return found
@@ -103,7 +104,7 @@ def _mutations(side: FrozenSide, values: list[list[Any]]) -> list[Finding]:
     for slot, inputs in enumerate(values):
         changed = side.inputs_changed(slot, inputs)
         if changed:
-            found.append(Finding("mutation", f"forward() modified input(s) {changed} in place"))
+            found.append(Finding(Check.MUTATION, f"forward() modified input(s) {changed} in place"))
     return found
 
 

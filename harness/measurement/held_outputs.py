@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.measurement.frozen_calls import FrozenSide, TensorAt
-from harness.records import Finding
+from harness.records import Check, Finding
 
 LONG_HOLDS = 2  # outputs of early calls held until timing ends: a ring must be longer than every timed call
 SHORT_HOLD_BATCHES = 8  # the most batches a short hold lasts
@@ -49,9 +49,10 @@ class HeldOutputs:
             now = self.side.values_at(held.tensors, held.positions)
             self.checked += 1
             if not _same(now, held.values):
-                return Finding("held-output", f"the output of {held.label}, still held by the caller, was overwritten by a "
-                        f"later call (its memory was reused before it was released): a kernel may reuse memory only "
-                        "after the caller lets go of it")
+                return Finding(
+                    Check.HELD_OUTPUT, f"the output of {held.label}, still held by the caller, was overwritten by a "
+                    f"later call (its memory was reused before it was released): a kernel may reuse memory only "
+                    "after the caller lets go of it")
         for held in [h for h in self.held if h.until <= index]:
             self.held.remove(held)
             self.side.to_release.append(held.handle)

@@ -15,7 +15,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.records import Finding
+from harness.records import Check, Finding
 
 NOISY_AA = 0.05  # an A/A pair further apart than this makes the run too noisy to resolve small differences
 NOISY_PRESSURE = 25.0  # percent of the last 10 s in which some runnable task waited for a CPU (PSI "some avg10")
@@ -69,13 +69,15 @@ def noise_findings(aa_ratio: float, aa_interval: tuple[float, float],
     reasons: list[Finding] = []
     far = spread(aa_interval)
     if far > math.log1p(NOISY_AA):
-        reasons.append(Finding("noise", f"two copies of the reference timed in the same rotation read {aa_ratio:.3f}x "
-                       f"[{aa_interval[0]:.3f}-{aa_interval[1]:.3f}]: this machine cannot resolve differences under "
-                       f"about {math.expm1(far):.0%} right now, and the speedup's interval is widened by that much"))
+        reasons.append(Finding(
+            Check.NOISE, f"two copies of the reference timed in the same rotation read {aa_ratio:.3f}x "
+            f"[{aa_interval[0]:.3f}-{aa_interval[1]:.3f}]: this machine cannot resolve differences under "
+            f"about {math.expm1(far):.0%} right now, and the speedup's interval is widened by that much"))
     pressures = [load.pressure for load in loads or () if load.pressure is not None]
     if pressures and max(pressures) > NOISY_PRESSURE:
-        reasons.append(Finding("noise", f"other tasks waited for a CPU {max(pressures):.0f}% of the time while this was timed "
-                       "(PSI cpu pressure): rerun on a quieter machine for a tighter interval"))
+        reasons.append(Finding(
+            Check.NOISE, f"other tasks waited for a CPU {max(pressures):.0f}% of the time while this was timed "
+            "(PSI cpu pressure): rerun on a quieter machine for a tighter interval"))
     return reasons
 
 

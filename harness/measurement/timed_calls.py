@@ -35,7 +35,7 @@ from harness.measurement.timed_checks import (expected_output, full_check_failur
                                               trial_tolerances)
 from harness.measurement.timing import speedup_interval
 from harness.policy import EvalPolicy
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.fresh_inputs import draw_recipe, fresh_inputs, make_pools
 from harness.values.integrity import flatten
 from harness.values.tensors import nbytes
@@ -528,7 +528,7 @@ class Timing:
             return True
         got = self.cand.fetch([mine[k] for k in full], f"timed_{first}.pt")
         if got is None:
-            self.run.failures.append(Finding("timed-check", "the outputs of timed calls could not be read back"))
+            self.run.failures.append(Finding(Check.TIMED_CHECK, "the outputs of timed calls could not be read back"))
             return False
         self.run.full_checks += len(full)
         for k, output in zip(full, got):
@@ -536,7 +536,8 @@ class Timing:
             if self.frozen and self.values is not None:
                 changed = self.cand.side.inputs_changed(mine[k], self.values[mine[k]])
                 if changed:
-                    self.run.failures.append(Finding("mutation", f"{label}: forward() modified input(s) {changed} in place"))
+                    self.run.failures.append(Finding(
+                        Check.MUTATION, f"{label}: forward() modified input(s) {changed} in place"))
                     return False
             failure = full_check_failure(self.reference, self.pools, self.policy, self.device, calls[mine[k]],
                                          output, positions[k], probed[k], label)

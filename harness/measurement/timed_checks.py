@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.defences import is_off
 from harness.policy import EvalPolicy
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.fresh_inputs import fresh_inputs
 from harness.values.integrity import flatten
 from harness.values.tensors import portable, values_at
@@ -103,11 +103,12 @@ def full_check_failure(reference: ReferenceRun, pools: list[Any], policy: EvalPo
                        output: Any, positions: list[int], probed: Any, label: str) -> Finding | None:
     """Why a fetched timed output fails (work after `done`, or a wrong result), or None."""
     if changed_since_probe(output, positions, probed):
-        return Finding("work-after-return", f"{label}: its output changed after the timer stopped (work still running "
-                "after `done`)")
+        return Finding(
+            Check.WORK_AFTER_RETURN, f"{label}: its output changed after the timer stopped (work still running "
+            "after `done`)")
     trial, recipe = call
     expected = expected_output(reference, pools, trial, recipe, device)
     result = compare_trial(reference.trial_seeds[trial], expected, output, policy)
     if not result.passed:
-        return Finding("timed-check", f"{label} (fresh inputs) returned a wrong result: {result.message}")
+        return Finding(Check.TIMED_CHECK, f"{label} (fresh inputs) returned a wrong result: {result.message}")
     return None

@@ -6,7 +6,7 @@ import statistics
 import time
 from typing import Any, Callable
 
-from harness.records import Finding, TimingStats
+from harness.records import Check, Finding, TimingStats
 
 _perf_counter_ns = time.perf_counter_ns  # bound at import, before candidate code runs
 
@@ -97,7 +97,7 @@ def believed_samples(ref_clock: list[float], cand_clock: list[float], ref_events
     cand_excess = statistics.median(cand_clock) - cand_event
     if cand_excess - ref_excess > max(EVENT_EXCESS_MS, 0.5 * cand_event):
         return ref_clock, cand_clock, Finding(
-            "timing", f"the candidate's wall clock per call exceeds its CUDA events by {cand_excess:.4f} ms, the "
+            Check.TIMING, f"the candidate's wall clock per call exceeds its CUDA events by {cand_excess:.4f} ms, the "
             f"reference's by {ref_excess:.4f} ms: work outside its events (another stream or context?); the "
             "speedup uses the parent's clock")
     return ref_events, cand_events, None

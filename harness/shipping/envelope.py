@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
-from harness.records import Evaluation, Finding, Verdict, rendered
+from harness.records import Check, Evaluation, Finding, Verdict, rendered
 from harness.values.tensors import nbytes
 from harness.verification.reference import run_reference
 from kernelbench.problem import Problem, ProblemError
@@ -295,8 +295,9 @@ def envelope_finding(envelope: Envelope) -> Finding | None:
         return None
     named = "; ".join(f"{' '.join(f'{k}={v}' for k, v in r.sizes.items())} ({r.label}): {r.verdict.value}"
                       + (f", {r.reason}" if r.reason else "") for r in wrong)
-    return Finding("envelope", f"wrong at {len(wrong)} of {len(envelope.variants)} other sizes: {named}. The verdict "
-                   "at the problem's own shape stands; at the sizes named, call the reference", fatal=False, lead=True)
+    return Finding(
+        Check.ENVELOPE, f"wrong at {len(wrong)} of {len(envelope.variants)} other sizes: {named}. The verdict "
+        "at the problem's own shape stands; at the sizes named, call the reference", fatal=False, lead=True)
 
 
 def attach_envelope(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,

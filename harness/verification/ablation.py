@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.policy import EvalPolicy
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.tensors import cloned, portable, to_device
 from harness.verification.clear_failure import passes
 from harness.verification.reference import ReferenceRun, reference_threads
@@ -146,7 +146,7 @@ def _forward(model: Any, inputs: list[Any], device: str, mode: Any) -> Any:
 
 
 def _note(message: str) -> Finding:
-    return Finding("ablation", message, fatal=False)
+    return Finding(Check.ABLATION, message, fatal=False)
 
 
 def _census(reference: ReferenceRun, policy: EvalPolicy, device: str, shrunk: str = "") -> Target:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.verification.reference import ReferenceRun, reference_threads
 
 DEFAULT_MULTIPLE = 100.0  # how many times the reference's own error a candidate may have before it is named
@@ -177,7 +177,7 @@ def contract_finding(candidate_error: OracleError | None, reference_error: Oracl
     floor = max(reference_error.relative, candidate_error.eps)
     if candidate_error.relative <= multiple * floor:
         return None
-    return Finding("oracle", f"error against a float64 run of the reference is {candidate_error.relative:.3g} "
+    return Finding(Check.ORACLE, f"error against a float64 run of the reference is {candidate_error.relative:.3g} "
                    f"(norm-wise relative; max abs {candidate_error.max_abs:.3g}), "
                    f"{candidate_error.relative / floor:.0f}x the reference's own {reference_error.relative:.3g} "
                    f"(more than {multiple:g}x): inside the tolerance, but a less accurate computation than the one "
@@ -200,7 +200,7 @@ def skipped_note(contract: NumericalContract) -> Finding | None:
     """A note saying why the candidate was not held to the oracle, where it was not."""
     if contract.skipped is None:
         return None
-    return Finding("oracle", f"no float64 oracle: {contract.skipped}", fatal=False)
+    return Finding(Check.ORACLE, f"no float64 oracle: {contract.skipped}", fatal=False)
 
 
 def bitwise_deterministic(outputs_a: Any, outputs_b: Any) -> bool:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.values.distributions import DISTRIBUTIONS, apply_distribution
 from harness.values.modules import module_from_file
 from harness.values.precision import precision_settings
@@ -168,14 +168,15 @@ def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: s
             run.mutates_inputs |= mutated
             return
     if distribution != "default":
-        run.notes.append(Finding("distribution", f"{distribution} inputs make the reference non-finite; trial used "
+        run.notes.append(Finding(Check.DISTRIBUTION, f"{distribution} inputs make the reference non-finite; trial used "
                                  "the problem's own distribution", fatal=False))
     output, mutated = _run_once(model, inputs, device)
     if not _finite(output):  # -inf from log(0), say: compared by equality (harness/verification/compare.py)
         if _has_nan(output) or not _any_finite(output):
             raise ProblemError("the reference output contains NaN (or nothing finite) on the problem's own inputs")
-        note = Finding("non-finite", "the reference gives inf on the problem's own inputs: those positions must hold "
-                       "the same inf (same sign), the rest are compared within tolerance", fatal=False)
+        note = Finding(
+            Check.NON_FINITE, "the reference gives inf on the problem's own inputs: those positions must hold "
+            "the same inf (same sign), the rest are compared within tolerance", fatal=False)
         run.notes += [note] if note not in run.notes else []
     run.trial_inputs.append(inputs)
     run.outputs.append(output)

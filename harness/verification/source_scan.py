@@ -6,38 +6,38 @@ import ast
 import re
 from typing import Any, Iterable
 
-from harness.records import Finding
+from harness.records import Check, Finding
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRING_LITERALS = re.compile(r'"(?:\\.|[^"\\\n])*"')
 
-_FATAL_PATTERNS: list[tuple[str, str, re.Pattern[str]]] = [
-    ("streams", "creates CUDA streams: work on a stream the timer does not wait for is invisible",
+_FATAL_PATTERNS: list[tuple[Check, str, re.Pattern[str]]] = [
+    (Check.STREAMS, "creates CUDA streams: work on a stream the timer does not wait for is invisible",
      re.compile(r"\b(cudaStreamCreate\w*|getStreamFromPool|cudaStreamPerThread|cudaStreamNonBlocking)\b")),
-    ("streams", "sets stream attributes or persisting-L2 windows: state that outlives the timed call",
+    (Check.STREAMS, "sets stream attributes or persisting-L2 windows: state that outlives the timed call",
      re.compile(r"\b(cudaStreamSetAttribute|accessPolicyWindow|cudaAccessPolicyWindow|cudaLimitPersistingL2CacheSize"
                 r"|cudaDeviceSetLimit|cudaCtxResetPersistingL2Cache)\b")),
-    ("streams", "binds a library handle to a stream", re.compile(r"\b(cublasSetStream\w*|cudnnSetStream)\b")),
-    ("threads", "starts threads: work after return escapes the timer",
+    (Check.STREAMS, "binds a library handle to a stream", re.compile(r"\b(cublasSetStream\w*|cudnnSetStream)\b")),
+    (Check.THREADS, "starts threads: work after return escapes the timer",
      re.compile(r"\b(std::thread|std::jthread|pthread_create|std::async)\b|\.detach\s*\(")),
-    ("fast-math", "enables fast-math, which computes results the reference never does (a kernel that looked "
+    (Check.FAST_MATH, "enables fast-math, which computes results the reference never does (a kernel that looked "
      "honest was off by 0.24 under -ffast-math): build without the flag, -O3 keeps IEEE semantics and still "
      "vectorises",
      re.compile(r"(-ffast-math|-?-use_fast_math|-Ofast|fast-math\"?\)|-funsafe-math-optimizations)")),
-    ("python-capi", "reaches the Python interpreter from C++ (code, frames, imports, attributes): the harness "
+    (Check.PYTHON_CAPI, "reaches the Python interpreter from C++ (code, frames, imports, attributes): the harness "
      "lives in that interpreter",
      re.compile(r"\b(PyRun_\w+|PyImport_\w+|PyFrame_\w+|PyEval_\w+|PyThreadState_\w+|PyObject_SetAttr\w*"
                 r"|PyObject_GetAttr\w*|PyDict_SetItem\w*|PySys_\w+|Py_CompileString\w*|PyModule_GetDict"
                 r"|py::module_?::import|py::exec|py::eval|pybind11::module_?::import|pybind11::exec|pybind11::eval)\b")),
-    ("profiler-hook", "installs an ATen/profiler callback: code that runs inside every PyTorch operator, the "
+    (Check.PROFILER_HOOK, "installs an ATen/profiler callback: code that runs inside every PyTorch operator, the "
      "reference's included",
      re.compile(r"\b(addGlobalCallback|addThreadLocalCallback|RecordFunctionCallback|at::RecordFunction"
                 r"|ThreadLocalDebugInfo|c10::impl::tls_\w+|setGlobalCallback)\b")),
-    ("operator-override", "registers kernels for PyTorch's own operators (aten): it would replace the reference's "
+    (Check.OPERATOR_OVERRIDE, "registers kernels for PyTorch's own operators (aten): it would replace the reference's "
      "implementation", re.compile(r"\bTORCH_LIBRARY_(IMPL|FRAGMENT)\s*\(\s*(aten|_)\b|\bDispatcher::singleton\b")),
-    ("include", "includes a file by absolute or parent path: builds read only their own sources and the toolchain's",
-     re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
-    ("io", "file, process, network or environment access from C++",  # not torch::stable::clone, a tensor's copy
+    (Check.INCLUDE, "includes a file by absolute or parent path: builds read only their own sources and the "
+     "toolchain's", re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
+    (Check.IO, "file, process, network or environment access from C++",  # not torch::stable::clone, a tensor's copy
      re.compile(r"(?<![.>])(?<!stable::)(?<!torch::)(?<!\bat::)\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
                 r"|dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|clone|syscall|ptrace|mmap|mprotect|kill|setsid|prctl|unshare|setns|mount)\s*\(")),
 ]
@@ -137,30 +137,31 @@ def scan_cpp(code: str, strict: bool) -> list[Any]:
     code = strip_comments(code)
     findings: list[Finding] = []
     for check, message, pattern in _FATAL_PATTERNS:
-        text = {"fast-math": flags_and_code, "include": _COMMENTS.sub(" ", flags_and_code)}.get(check, code)
+        text = {Check.FAST_MATH: flags_and_code, Check.INCLUDE: _COMMENTS.sub(" ", flags_and_code)}.get(check, code)
         match = pattern.search(text)
         if match:
             findings.append(Finding(check, f"{message}: `{_line_of(text, match.start())}`"))
     unqualified = _std_threads(code)
-    if unqualified is not None and not any(f.check == "threads" for f in findings):
-        findings.append(Finding("threads", f"starts threads: work after return escapes the timer: "
-                                           f"`{_line_of(code, unqualified)}`"))
+    if unqualified is not None and not any(f.check == Check.THREADS for f in findings):
+        findings.append(Finding(Check.THREADS, f"starts threads: work after return escapes the timer: "
+                                f"`{_line_of(code, unqualified)}`"))
     for pattern, what in ((_TORCH_COMPUTE, "calls PyTorch's own operator"), (_METHOD_COMPUTE, "calls a tensor op"),
                           (_LIBRARY, "calls a vendor library (cuBLAS/cuDNN/CUTLASS)")):
         match = pattern.search(code)
         if match:
-            findings.append(Finding("torch-compute" if pattern is not _LIBRARY else "library-compute",
+            findings.append(Finding(Check.TORCH_COMPUTE if pattern is not _LIBRARY else Check.LIBRARY_COMPUTE,
                                     f"C++ {what} `{match.group(0).strip()}` in `{_line_of(code, match.start())}`",
                                     fatal=strict))
-    if not any(f.check == "torch-compute" for f in findings):
+    if not any(f.check == Check.TORCH_COMPUTE for f in findings):
         renamed = _renamed_torch_compute(code, _COMMENTS.sub(" ", flags_and_code))
         if renamed is not None:
             text, line, form = renamed
-            findings.append(Finding("torch-compute", f"C++ calls PyTorch's own operator {form}: `{text}` in "
+            findings.append(Finding(Check.TORCH_COMPUTE, f"C++ calls PyTorch's own operator {form}: `{text}` in "
                                     f"`{line}`", fatal=strict))
     match = _DOWNCAST.search(code)
     if match:
-        findings.append(Finding("precision", f"C++ computes in reduced precision (`{match.group(0)}`)", fatal=strict))
+        findings.append(Finding(Check.PRECISION, f"C++ computes in reduced precision (`{match.group(0)}`)",
+                                fatal=strict))
     return findings
 
 

@@ -12,7 +12,7 @@ import ast
 from dataclasses import dataclass, field
 
 from harness.policy import EvalPolicy
-from harness.records import Finding, Verdict
+from harness.records import Check, Finding, Verdict
 from harness.verification.source_scan import own_namespaces, scan_cpp, string_constants
 
 _BUILD_FUNCTIONS = {"torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load"}
@@ -165,7 +165,7 @@ class _Checker(ast.NodeVisitor):
         self.modules = _imported_modules(tree)
         self.findings: list[Finding] = []
 
-    def add(self, check: str, message: str, node: ast.AST | None, fatal: bool = True) -> None:
+    def add(self, check: Check, message: str, node: ast.AST | None, fatal: bool = True) -> None:
         self.findings.append(Finding(check, message, getattr(node, "lineno", None), fatal))
 
     def visit_Import(self, node: ast.Import) -> None:
@@ -179,48 +179,48 @@ class _Checker(ast.NodeVisitor):
             for alias in node.names:  # a forbidden attribute imported by name is the attribute
                 reason = _FORBIDDEN_ATTRIBUTES.get(alias.name) or (_OS_SYS_ATTRIBUTES.get(alias.name) if os_sys else None)
                 if reason:
-                    self.add("forbidden-api", f"imports {node.module}.{alias.name}: {reason}", node)
+                    self.add(Check.FORBIDDEN_API, f"imports {node.module}.{alias.name}: {reason}", node)
 
     def _check_module(self, module: str, node: ast.AST) -> None:
         top = module.split(".")[0]
         for part in module.split(".")[1:]:  # torch.utils._python_dispatch: a module that is a forbidden name
             if part in _FORBIDDEN_ATTRIBUTES:
-                self.add("forbidden-api", f"imports {module}: {_FORBIDDEN_ATTRIBUTES[part]}", node)
+                self.add(Check.FORBIDDEN_API, f"imports {module}: {_FORBIDDEN_ATTRIBUTES[part]}", node)
         if top == "torch" and ".multiprocessing" in f".{module}":
-            self.add("processes", f"imports {module}", node)
+            self.add(Check.PROCESSES, f"imports {module}", node)
         reason = _FORBIDDEN_MODULES.get(module) or _FORBIDDEN_MODULES.get(top)
         if reason:
-            self.add(_module_tag(reason), f"imports {module}: {reason} is not allowed in a candidate", node)
+            self.add(Check(_module_tag(reason)), f"imports {module}: {reason} is not allowed in a candidate", node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and len(node.value) < 200 and \
                 any(node.value == n or node.value.startswith(n) for n in _HARNESS_NAMES):
-            self.add("harness-alias", f"names the harness's or the problem's module ({node.value!r}): the "
+            self.add(Check.HARNESS_ALIAS, f"names the harness's or the problem's module ({node.value!r}): the "
                      "reference and the harness are not the candidate's to reach", node)
         if isinstance(node.value, str) and node.value in _FORBIDDEN_ATTRIBUTES:  # getattr(f, "__closure__")
-            self.add("forbidden-api", f"names {node.value!r}: {_FORBIDDEN_ATTRIBUTES[node.value]}", node)
+            self.add(Check.FORBIDDEN_API, f"names {node.value!r}: {_FORBIDDEN_ATTRIBUTES[node.value]}", node)
 
     def visit_Call(self, node: ast.Call) -> None:
         name = _call_name(node)
         allowed = (name == "open" and _writes_only(node)) or (name in ("setattr", "delattr") and _on_self(node))
         if isinstance(node.func, ast.Name) and name in _FORBIDDEN_CALLS and not allowed:
-            self.add(_FORBIDDEN_CALLS[name].split(" ")[0], f"calls {name}(): {_FORBIDDEN_CALLS[name]}", node)
+            self.add(Check(_FORBIDDEN_CALLS[name].split(" ")[0]), f"calls {name}(): {_FORBIDDEN_CALLS[name]}", node)
         if isinstance(node.func, ast.Attribute) and name in _PRECISION_SETTINGS:
-            self.add("precision", f"calls {ast.unparse(node.func)}(): computes with {_PRECISION_SETTINGS[name]}",
+            self.add(Check.PRECISION, f"calls {ast.unparse(node.func)}(): computes with {_PRECISION_SETTINGS[name]}",
                      node, fatal=self.strict)
         if isinstance(node.func, ast.Attribute) and name in _DOWNCASTS:
-            self.add("precision", f"calls .{name}(): computes in {_DOWNCASTS[name]}", node, fatal=self.strict)
+            self.add(Check.PRECISION, f"calls .{name}(): computes in {_DOWNCASTS[name]}", node, fatal=self.strict)
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         root = _root_name(node)
         if node.attr in _OS_SYS_ATTRIBUTES and self.modules.get(root or "", root) in ("os", "sys"):
-            self.add("forbidden-api", f"uses {root}.{node.attr}: {_OS_SYS_ATTRIBUTES[node.attr]}", node)
+            self.add(Check.FORBIDDEN_API, f"uses {root}.{node.attr}: {_OS_SYS_ATTRIBUTES[node.attr]}", node)
         if node.attr in _FORBIDDEN_ATTRIBUTES:
-            self.add("forbidden-api", f"uses .{node.attr}: {_FORBIDDEN_ATTRIBUTES[node.attr]}", node)
+            self.add(Check.FORBIDDEN_API, f"uses .{node.attr}: {_FORBIDDEN_ATTRIBUTES[node.attr]}", node)
         if node.attr in _DOWNCASTS and _root_name(node) in self.modules and \
                 self.modules.get(_root_name(node) or "") == "torch" and not isinstance(node.ctx, ast.Store):
-            self.add("precision", f"uses torch.{node.attr}: computes in {_DOWNCASTS[node.attr]}", node,
+            self.add(Check.PRECISION, f"uses torch.{node.attr}: computes in {_DOWNCASTS[node.attr]}", node,
                      fatal=self.strict)
         self.generic_visit(node)
 
@@ -239,32 +239,32 @@ class _Checker(ast.NodeVisitor):
         elif isinstance(target, ast.Attribute):
             root = _root_name(target)
             if root in self.modules or root in ("torch", "time", "builtins", "os", "sys"):
-                self.add("monkeypatch", f"assigns {ast.unparse(target)}: patching a module (torch, timers, "
+                self.add(Check.MONKEYPATCH, f"assigns {ast.unparse(target)}: patching a module (torch, timers, "
                          "builtins) changes the reference or the harness", node)
         elif isinstance(target, ast.Name) and target.id in ("get_inputs", "get_init_inputs"):
-            self.add("problem-override", f"redefines {target.id}: inputs always come from the problem", node)
+            self.add(Check.PROBLEM_OVERRIDE, f"redefines {target.id}: inputs always come from the problem", node)
 
     def _backend_setting(self, target: ast.Attribute, node: ast.AST) -> None:
         """torch.backends.* settings (cudnn.benchmark, allow_tf32) are configuration, not patches: they change only
         this process (the reference is timed in its own), so they are reported, and fatal only when strict."""
         name = ast.unparse(target)
         if target.attr in _PRECISION_SETTINGS:
-            self.add("precision", f"sets {name}: computes with {_PRECISION_SETTINGS[target.attr]}", node,
+            self.add(Check.PRECISION, f"sets {name}: computes with {_PRECISION_SETTINGS[target.attr]}", node,
                      fatal=self.strict)
         else:
-            self.add("global-state", f"sets {name}: a process-wide backend setting the reference is timed without",
+            self.add(Check.GLOBAL_STATE, f"sets {name}: a process-wide backend setting the reference is timed without",
                      node, fatal=self.strict)
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.name in _FORBIDDEN_ATTRIBUTES:  # def __torch_function__(...) in a helper class
-            self.add("forbidden-api", f"defines {node.name}: {_FORBIDDEN_ATTRIBUTES[node.name]}", node)
+            self.add(Check.FORBIDDEN_API, f"defines {node.name}: {_FORBIDDEN_ATTRIBUTES[node.name]}", node)
         if node.name in ("get_inputs", "get_init_inputs"):
-            self.add("problem-override", f"defines {node.name}(): inputs always come from the problem, so it "
+            self.add(Check.PROBLEM_OVERRIDE, f"defines {node.name}(): inputs always come from the problem, so it "
                      "is ignored", node, fatal=self.strict)
         self.generic_visit(node)
 
     def visit_Global(self, node: ast.Global) -> None:
-        self.add("global-state", f"declares global {', '.join(node.names)}: state that survives calls can "
+        self.add(Check.GLOBAL_STATE, f"declares global {', '.join(node.names)}: state that survives calls can "
                  "cache outputs", node, fatal=self.strict)
 
 
@@ -280,7 +280,7 @@ def _try_fallbacks(tree: ast.Module, checker: _Checker) -> None:
                            for n in ast.walk(body))
             returns = any(isinstance(n, ast.Return) for n in ast.walk(body))
             if computes or returns:
-                checker.add("try-fallback", "a try/except whose handler computes or returns: if the kernel fails "
+                checker.add(Check.TRY_FALLBACK, "a try/except whose handler computes or returns: if the kernel fails "
                             "it must fail, not fall back", handler)
 
 
@@ -306,7 +306,7 @@ def _caches(model_new: ast.ClassDef, checker: _Checker) -> None:
             key = node.slice if isinstance(node, ast.Subscript) else \
                 node.left if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.In, ast.NotIn)) else None
             if key is not None and (_keyed(key) or (isinstance(key, ast.Name) and key.id in keys)):
-                checker.add("cache", f"{method.name}() looks up `{ast.unparse(node)[:80]}` by its inputs' "
+                checker.add(Check.CACHE, f"{method.name}() looks up `{ast.unparse(node)[:80]}` by its inputs' "
                             "address or values: an output that depends on earlier calls is a cache, not a kernel",
                             node, fatal=checker.strict)
                 break
@@ -323,10 +323,10 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set
             continue
         for node in ast.walk(method):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                checker.add("torch-compute", f"{method.name}() uses the @ operator (torch matmul)", node,
+                checker.add(Check.TORCH_COMPUTE, f"{method.name}() uses the @ operator (torch matmul)", node,
                             fatal=checker.strict)
             elif isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC) and _tensor_operands(node):
-                checker.add("torch-compute", f"{method.name}() computes `{ast.unparse(node)[:80]}` with tensor "
+                checker.add(Check.TORCH_COMPUTE, f"{method.name}() computes `{ast.unparse(node)[:80]}` with tensor "
                             "operators (PyTorch kernels)", node, fatal=checker.strict)
             if not isinstance(node, ast.Call):
                 continue
@@ -340,7 +340,7 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set
             if (torch_call or module_call or method_call) and name not in _SHAPE_ONLY and \
                     not _own_op(node, namespaces):
                 what = ast.unparse(node.func)
-                checker.add("torch-compute", f"{method.name}() calls {what}(): PyTorch computes part of the "
+                checker.add(Check.TORCH_COMPUTE, f"{method.name}() calls {what}(): PyTorch computes part of the "
                             "answer, not the candidate's kernel", node, fatal=checker.strict)
 
 
@@ -370,12 +370,13 @@ def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:
         tree = ast.parse(source, filename="candidate.py")
     except SyntaxError as exc:
         report.verdict = Verdict.COMPILE_ERROR
-        report.findings.append(Finding("syntax", f"Python syntax error on line {exc.lineno}: {exc.msg}"))
+        report.findings.append(Finding(Check.SYNTAX, f"Python syntax error on line {exc.lineno}: {exc.msg}"))
         return report
     model_new = _model_new(tree)
     if model_new is None:
         report.verdict = Verdict.REJECTED
-        report.findings.append(Finding("no-modelnew", "no `class ModelNew` at module level: a candidate must define "
+        report.findings.append(Finding(
+            Check.NO_MODELNEW, "no `class ModelNew` at module level: a candidate must define "
                                        "ModelNew (KernelBench format) with the same constructor and forward "
                                        "signature as Model"))
         return report
@@ -403,11 +404,11 @@ def _kernel_presence(tree: ast.Module, model_new: ast.ClassDef, policy: EvalPoli
     inherits_reference = any(isinstance(b, ast.Name) and b.id == "Model" for b in model_new.bases)
     has_forward = any(isinstance(n, ast.FunctionDef) and n.name == "forward" for n in model_new.body)
     if inherits_reference and not has_forward:
-        report.findings.append(Finding("no-kernel", "ModelNew inherits Model's forward: the reference itself, "
+        report.findings.append(Finding(Check.NO_KERNEL, "ModelNew inherits Model's forward: the reference itself, "
                                        "no kernel", model_new.lineno, fatal=True))
     if not builds:
         report.findings.append(Finding(
-            "no-kernel", "no custom kernel: the candidate never calls torch.utils.cpp_extension.load_inline (or "
+            Check.NO_KERNEL, "no custom kernel: the candidate never calls torch.utils.cpp_extension.load_inline (or "
             "load), so forward() can only be PyTorch's own operators", None, fatal=policy.require_custom_kernel))
     if any(f.fatal for f in report.findings):
         report.verdict = report.verdict or Verdict.REJECTED

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
+from harness.records import Check
 from kernelbench.problem import problem_from_source
 from tests.conftest import relu_variant
 
@@ -33,6 +34,7 @@ def get_init_inputs():
 ''', "where_relu", level=1)
 
 
+@pytest.mark.proves(Check.GHOST_KERNEL)
 def test_a_kernel_on_the_output_path_only_for_the_first_calls_is_a_ghost_on_the_timed_ones() -> None:
     """The first 12 calls (the trials, the knock-out and the census, which came first and always in that order)
     return the kernel's answer; every later call runs the kernel on a slice (so every call counts a kernel call

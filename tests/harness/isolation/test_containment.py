@@ -13,12 +13,14 @@ import pytest
 
 from harness.isolation.session import run_jailed
 from harness.paths import scratch_root
+from harness.records import Check
 from tests.conftest import REPO
 from tests.harness.isolation.jailed import LIMITS, NEEDS_ROOT, jailed
 
 pytestmark = NEEDS_ROOT
 
 
+@pytest.mark.proves(Check.JAIL_BINDS)
 def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach(tmp_path: Path) -> None:
     store = Path(__file__).with_name(f"store-{os.getpid()}.db")  # beside the code: visible, read-only
     store.write_text("rows")
@@ -30,6 +32,7 @@ def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of
         store.unlink()
 
 
+@pytest.mark.proves(Check.JAIL_BINDS)
 def test_other_scratch_folders_are_out_of_sight(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reference's scratch folder (every trial's inputs) and other evaluations' lie beside the candidate's under
     the scratch root, in the checkout's runs/ by default, which the jail otherwise shows read-only."""

@@ -15,6 +15,7 @@ import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
 from harness.paths import build_cache_dir, home
+from harness.records import Check
 from kernelbench.bundled import find_bundled
 from tests.conftest import relu_variant
 
@@ -48,6 +49,7 @@ def _what_the_candidate_saw(places: dict[str, str], reader: str) -> dict[str, ob
     return ast.literal_eval(text[text.rindex("SEEN=") + 5:].splitlines()[0])
 
 
+@pytest.mark.proves(Check.JAIL_HOME)
 def test_the_build_cache_and_the_home_show_nothing_of_others() -> None:
     evaluate(RELU, relu_variant("return relu_ext.relu_forward(x)"), "cpu", NO_STATIC)  # a build in the cache
     entries = [p.name for p in build_cache_dir().iterdir()]
@@ -59,6 +61,7 @@ def test_the_build_cache_and_the_home_show_nothing_of_others() -> None:
     assert set(seen["home"]) <= {"builds", "scratch"}, seen
 
 
+@pytest.mark.proves(Check.JAIL_HOME)
 def test_another_candidates_build_log_and_the_store_cannot_be_read() -> None:
     """Second form: pathlib reads of known paths (the static policy does not treat pathlib as file I/O)."""
     evaluate(RELU, relu_variant("return relu_ext.relu_forward(x)"), "cpu", NO_STATIC)

@@ -14,12 +14,14 @@ import pytest
 
 from harness.isolation.jail import DEVICES, JAIL_UID
 from harness.isolation.scratch_quota import mount_quota, release
+from harness.records import Check
 from tests.conftest import REPO
 from tests.harness.isolation.jailed import NEEDS_ROOT, jailed
 
 pytestmark = NEEDS_ROOT
 
 
+@pytest.mark.proves(Check.JAIL_UID)
 def test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed(tmp_path: Path) -> None:
     """uid 0 without capabilities still owns every root file: a 0600 file of root's beside the code (visible,
     read-only) is readable by it. As `JAIL_UID` it is not; its own folder is its to write."""
@@ -35,6 +37,7 @@ def test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed(tmp_pat
     assert "own-folder-ok" in log and (tmp_path / "work" / "mine").stat().st_uid == JAIL_UID
 
 
+@pytest.mark.proves(Check.JAIL_BINDS)
 def test_only_the_listed_device_nodes_exist_and_private_folders_are_small(tmp_path: Path) -> None:
     """The host's /dev holds the kernel log (world-readable here), disks, terminals: none is in the jail's."""
     host = [n for n in ("kmsg", "ptmx", "tty", "console", "loop0", "tty0", "mem", "sda") if os.path.exists(f"/dev/{n}")]
@@ -49,6 +52,7 @@ def test_only_the_listed_device_nodes_exist_and_private_folders_are_small(tmp_pa
     assert "8\n" in log and "No space left" in log and "dev-writable" not in log and "done" in log, log
 
 
+@pytest.mark.proves(Check.JAIL_BINDS)
 def test_another_homes_scratch_quota_is_out_of_sight(tmp_path: Path) -> None:
     """Another kernelwright home (another user's, another checkout's) in a folder the jail shows read-only: its
     evaluations' scratch folders hold their trials' inputs. Each is a quota (a mount point of its own), hidden

@@ -14,6 +14,7 @@ import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
 from harness.defences import DEFENCES_OFF
+from harness.records import Check
 from kernelbench.bundled import find_bundled
 
 pytestmark = pytest.mark.slow
@@ -188,6 +189,7 @@ class ModelNew(nn.Module):
 '''
 
 
+@pytest.mark.proves(Check.FREEZE)
 def test_a_helper_process_that_answers_while_the_inputs_are_written_gains_nothing(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """What stops it: frozen with the candidate while the parent writes, the helper sees a batch's slots only once
@@ -206,6 +208,7 @@ def test_a_helper_process_that_answers_while_the_inputs_are_written_gains_nothin
     assert evaluation.speedup < 1.5, f"fake speedup accepted: {evaluation.speedup:.2f}x {evaluation.reasons}"
 
 
+@pytest.mark.proves(Check.PROCESSES)
 def test_a_helper_process_is_counted_by_the_parent() -> None:
     """The same candidate with every defence on: the parent counts the processes in the candidate's cgroup after
     it loaded and when its calls are over (2 and 2 for the bundled ReLU); the helper it forked is one more. The

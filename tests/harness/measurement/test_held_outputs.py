@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
+from harness.records import Check
 from kernelbench.bundled import find_bundled
 from tests.conftest import relu_variant
 
@@ -27,6 +28,7 @@ def _held_output_finding(source: str) -> list[str]:
     return evaluation.reasons
 
 
+@pytest.mark.proves(Check.HELD_OUTPUT)
 def test_one_buffer_reused_after_the_trials_is_caught() -> None:
     source = relu_variant(AFTER_TRIALS + "if self.calls <= 20:\n    return out\n"
                          "if not hasattr(self, 'buffer'):\n    self.buffer = torch.empty_like(out)\n"
@@ -34,6 +36,7 @@ def test_one_buffer_reused_after_the_trials_is_caught() -> None:
     _held_output_finding(source)
 
 
+@pytest.mark.proves(Check.HELD_OUTPUT)
 def test_a_ring_of_buffers_is_caught_too() -> None:
     """Second form: a ring of five, named through getattr so no attribute name repeats in the source."""
     source = relu_variant(AFTER_TRIALS + "if self.calls <= 20:\n    return out\n"

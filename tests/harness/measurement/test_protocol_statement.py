@@ -8,6 +8,7 @@ import pytest
 
 import harness.pipeline as pipeline
 from harness import EvalPolicy, Verdict, evaluate
+from harness.records import Check
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE
 
@@ -26,6 +27,7 @@ def test_the_parent_driven_protocol_is_named_and_adds_no_reason() -> None:
     assert not any(r.startswith("[protocol]") for r in evaluation.reasons)
 
 
+@pytest.mark.proves(Check.PROTOCOL)
 def test_a_child_staged_speedup_says_so_and_strict_refuses_it(monkeypatch: pytest.MonkeyPatch) -> None:
     _child_staged(monkeypatch)
     default = evaluate(find_bundled("relu"), RELU_CANDIDATE.read_text(), "cpu", FAST)

@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from harness import EvalPolicy, Verdict, evaluate
+from harness.records import Check
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import problem_from_source
 from tests.conftest import REPO, relu_variant
@@ -89,6 +90,7 @@ EARLY_FORWARD = ("relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
                  "return relu_ext.relu_forward(x)")
 
 
+@pytest.mark.proves(Check.PARENT_SLOTS)
 def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
     """What stops it: on the parent-driven protocol no harness code in the candidate's process ever holds a timed
     call's inputs before the call (`do_stage` never runs there), so its table stays empty. Defence off (the
@@ -176,6 +178,7 @@ def integer_cache_candidate() -> str:
                               "        self.proj = nn.Parameter(torch.randn(64, 256))")
 
 
+@pytest.mark.proves(Check.FRESH_INTEGERS)
 def test_integer_inputs_are_fresh_in_every_timed_call() -> None:
     """A cache keyed on the integer input's values, filled by the correctness trials: every timed call would hit
     it if the timed integers were the trials' own. Defence off (`fresh_inputs._redrawn` returning the trial's

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import torch
 
+from harness.records import Check
 from harness.values.fresh_inputs import FRESH_PERIOD, FRESH_SPREAD, _times_fresh, draw_recipe, fresh_inputs, make_pools
 
 FP32_RTOL = 1e-4
@@ -38,6 +40,7 @@ def _relative_miss(size: int, power: int, seed: int) -> float:
     return abs(_best_guess(base[0], pools[0], recipes[-1][0], power) - truth) / abs(truth)
 
 
+@pytest.mark.proves(Check.FRESH_FACTOR)
 def test_a_table_of_earlier_calls_cannot_answer_a_later_one() -> None:
     """Same trial, same roll and scale: the values still differ, element by element."""
     base = [torch.randn(4099, generator=torch.Generator().manual_seed(3))]
@@ -49,6 +52,7 @@ def test_a_table_of_earlier_calls_cannot_answer_a_later_one() -> None:
     assert torch.equal(first, again)  # bit-identical for the parent, both children and the full check
 
 
+@pytest.mark.proves(Check.FRESH_FACTOR)
 def test_an_estimate_from_known_bases_misses_the_fp32_tolerance() -> None:
     """A sum of squares (a norm, an MSE) and a plain sum, small and past the fresh period."""
     for size, seed in ((4096, 1), (300_007, 2)):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from harness.policy import EvalPolicy
-from harness.records import Finding
+from harness.records import Check, Finding
 from harness.verification import ablation
 from harness.verification.canaries import passing_canaries
 from harness.verification.reference import run_reference
@@ -143,6 +143,7 @@ def get_init_inputs():
                                 "every part of it matters was not checked"]
 
 
+@pytest.mark.proves(Check.ABLATION)
 def test_a_candidate_that_skips_the_small_term_of_a_slow_problem_is_credited_nothing(slow_budget: None) -> None:
     """The attack the shrunk copy stops: relu(x) without the conv that contributes under the tolerance, on a
     problem too slow to check part by part at its own sizes. Without the copy the parts past the budget went

@@ -10,6 +10,7 @@ from harness.policy import EvalPolicy
 from harness.values.distributions import apply_distribution
 from harness.verification.canaries import passing_canaries
 from harness.verification.reference import run_reference
+from harness.records import Check
 from kernelbench.bundled import bundled_problems
 from kernelbench.problem import problem_from_source
 from kernelwright.problem_service import check_problems
@@ -190,6 +191,7 @@ def test_every_part_of_the_bundled_problems_matters() -> None:
 ATTACK_POLICY = EvalPolicy(require_custom_kernel=False, static_policy="off", timing_budget_s=0.05)
 
 
+@pytest.mark.proves(Check.DEGENERATE_PROBLEM)
 def test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing() -> None:
     """ones_like instead of a softmax over one column: right on every trial. Defence off (`trivial_canaries`):
     accepted at 9.5x and 15.9x (measured, two budgets), with no reason but the note that it has no custom
@@ -206,6 +208,7 @@ def test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing() -> None:
     assert evaluation.speedup is None
 
 
+@pytest.mark.proves(Check.ABLATION)
 def test_a_candidate_that_skips_a_term_under_the_tolerance_is_credited_nothing() -> None:
     """relu(x) without the `1e-7 * conv(x)` the reference adds: within tolerance on every trial. Defence off
     (`term_ablation`: the term canaries and the ablation check): accepted at 2.5-2.8x (measured), with no
