@@ -5,9 +5,10 @@ accepted. The version lets a row judged before a hole was closed be told from on
 `kernelwright rescore` pick the rows an older harness judged. It is computed from *what decides*, not from the
 code's bytes, so a refactor, a comment or a new CLI option leaves it alone:
 
-- the gates, by name, in the order they decide (harness/decision/gates.py GATES);
-- the defences, by name (harness/defences.py KNOWN);
-- CHECKS_REVISION, bumped by hand when a check changes what it accepts under the same name (a hole closed inside
+- the registry's rows (harness/checks.py ROWS), in the order they decide: each check's tag, its gate, what it
+  decides under each static-policy level, its test-only switch and the protocol paths it holds on (not its prose:
+  a reworded doc line leaves the version alone);
+- CHECKS_REVISION, bumped by hand when a check changes what it accepts under the same row (a hole closed inside
   a measurement, a tolerance);
 - the policy's judging fields (every field but the resource knobs in RESOURCE_FIELDS: how long to measure or how
   much memory to give changes the precision of a number, not which checks ran).
@@ -23,7 +24,7 @@ from typing import Any
 
 from harness.policy import EvalPolicy
 
-CHECKS_REVISION = 1  # bump when a check changes what it accepts without a gate or defence being added or renamed
+CHECKS_REVISION = 1  # bump when a check changes what it accepts without its registry row changing
 UNVERSIONED = "unversioned"  # what an evaluation stored before versions says
 RESOURCE_FIELDS = frozenset({
     "warmup_calls", "min_timed_calls", "max_timed_calls", "timing_budget_s", "timing_precision", "timeout_s",
@@ -31,12 +32,16 @@ RESOURCE_FIELDS = frozenset({
     "batch_target_ms"})
 
 
-def check_list() -> list[str]:
-    """The checks that decide, in order: the gates, then the defences (sorted: KNOWN is a set of switches)."""
-    from harness.decision.gates import GATES
-    from harness.defences import KNOWN
+def check_list() -> list[list[Any]]:
+    """The registry's rows, in decision order, as what decides: tag, gate, verdict per level, switch, paths."""
+    from harness.checks import ROWS
 
-    return [f"gate:{gate.__name__}" for gate in GATES] + [f"defence:{name}" for name in sorted(KNOWN)]
+    return [[row.tag.value, row.gate, None if row.levels is None else [_value(v) for v in row.levels], row.switch,
+             list(row.paths)] for row in ROWS]
+
+
+def _value(verdict: Any) -> str | None:
+    return None if verdict is None else str(getattr(verdict, "value", verdict))
 
 
 def judging_policy(policy: EvalPolicy | dict[str, Any] | None) -> dict[str, Any]:

@@ -3,10 +3,12 @@ an evaluation measures."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from harness import EvalPolicy, checks_version
-from harness.decision import gates, version
+from harness import EvalPolicy, checks, checks_version
+from harness.decision import version
 
 
 def test_the_version_is_a_stable_digest_of_the_checks_and_the_policy() -> None:
@@ -22,10 +24,18 @@ def test_resource_knobs_leave_it_alone_and_judging_fields_move_it() -> None:
     assert checks_version(EvalPolicy(knockout=False)) != checks_version()
 
 
-def test_a_new_check_or_a_revision_moves_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_registry_row_that_decides_otherwise_or_a_revision_moves_it(monkeypatch: pytest.MonkeyPatch) -> None:
     current = checks_version()
-    monkeypatch.setattr(gates, "GATES", gates.GATES[:-1])
+    monkeypatch.setattr(checks, "ROWS", checks.ROWS[:-1])  # a check fewer
     assert checks_version() != current
+    monkeypatch.undo()
+    strict_only = replace(checks.ROWS[0], levels=checks.STRICT)  # the first check decides under strict only
+    monkeypatch.setattr(checks, "ROWS", (strict_only, *checks.ROWS[1:]))
+    assert checks_version() != current
+    monkeypatch.undo()
+    reworded = replace(checks.ROWS[0], doc="the same check, described in other words")
+    monkeypatch.setattr(checks, "ROWS", (reworded, *checks.ROWS[1:]))
+    assert checks_version() == current  # prose is not what decides
     monkeypatch.undo()
     monkeypatch.setattr(version, "CHECKS_REVISION", version.CHECKS_REVISION + 1)
     assert checks_version() != current
