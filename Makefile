@@ -38,7 +38,7 @@ demo: setup
 # (no region kept) is an outcome here, not a failure
 demo-model: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kernelwright optimize-model regions/examples/transformer_block.py \
-		--device cpu --model scripted:demo_transformer_block.json --rounds 1 --only mlp.0 --no-compile-baseline || [ $$? -eq 1 ]
+		--device cpu --model scripted:demo_transformer_block.json --rounds 1 --only mlp.1 --no-compile-baseline || [ $$? -eq 1 ]
 
 test: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q $(PYTEST_ARGS)

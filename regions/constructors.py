@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from regions.custom import custom_constructor, user_class
+
 
 def _linear(m: Any) -> str:
     return f"nn.Linear({m.in_features}, {m.out_features}, bias={m.bias is not None})"
@@ -38,7 +40,8 @@ CONSTRUCTORS: dict[str, Callable[[Any], str]] = {
     "LeakyReLU": lambda m: f"nn.LeakyReLU({m.negative_slope!r})", "Dropout": lambda m: f"nn.Dropout({m.p!r})",
 }
 CHAIN_HEADS = {"Linear", "Conv1d", "Conv2d"}
-KNOWN = "Linear, Conv1d/2d, LayerNorm, RMSNorm, Softmax, LogSoftmax and pointwise activations"
+KNOWN = ("Linear, Conv1d/2d, LayerNorm, RMSNorm, Softmax, LogSoftmax, pointwise activations and leaf modules "
+         "defined in the model file that keep their constructor arguments as attributes")
 POINTWISE = {"GELU", "ReLU", "SiLU", "Sigmoid", "Tanh", "Mish", "Hardswish", "LeakyReLU", "Dropout"}
 
 
@@ -46,6 +49,8 @@ def fixed_dims(module: Any, rank: int) -> set[int]:
     """Input dimensions tied to the module's parameters (they stay literal in the problem; the others are size
     constants the envelope may vary)."""
     name = type(module).__name__
+    if not type(module).__module__.startswith("torch.nn"):
+        return {rank - 1}  # a module of the user's: its last dimension is the features its parameters fit
     if name == "Linear":
         return {rank - 1}
     if name in ("LayerNorm", "RMSNorm"):
@@ -55,10 +60,13 @@ def fixed_dims(module: Any, rank: int) -> set[int]:
     return set()
 
 
-def constructor(module: Any) -> str | None:
+def constructor(module: Any, source: str | None = None) -> str | None:
     """The constructor call that rebuilds `module` (its parameters' values aside), or None when unknown. An
-    in-place activation is unknown: its output aliases its input."""
+    in-place activation is unknown: its output aliases its input. `source`: the user's model file, where a leaf
+    module's own class may be defined (regions/custom.py)."""
     if getattr(module, "inplace", False):
         return None
     make = CONSTRUCTORS.get(type(module).__name__)
-    return make(module) if make and type(module).__module__.startswith("torch.nn") else None
+    if make and type(module).__module__.startswith("torch.nn"):
+        return make(module)
+    return custom_constructor(module) if source is not None and user_class(module, source) else None

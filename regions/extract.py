@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from regions.constructors import CHAIN_HEADS, KNOWN, POINTWISE, constructor, fixed_dims
+from regions.custom import definitions, user_class
 from regions.model_file import ModelFile, ModelFileError, load_module
 from regions.profile import Capture, Profile
 
@@ -87,14 +88,17 @@ def _pointwise(module: Any) -> bool:
     return type(module).__name__ in POINTWISE and constructor(module) is not None
 
 
-def _blocker(profile: Profile, paths: list[str]) -> str | None:
+def _blocker(profile: Profile, paths: list[str], source: str) -> str | None:
     """Why this group cannot become a problem, or None."""
     import torch
 
     modules = dict(profile.model.named_modules())
     for path in paths:
         module = modules[path]
-        if constructor(module) is None:
+        if user_class(module, source) and constructor(module, source) is None:
+            return (f"{type(module).__name__}'s constructor arguments are not all kept as attributes of the same "
+                    "name (or are not literals): kernelwright cannot rebuild it")
+        if constructor(module, source) is None:
             what = "an in-place module (its output aliases its input)" if getattr(module, "inplace", False) \
                 else f"no constructor known for {type(module).__module__}.{type(module).__name__}"
             return f"{what} (kernelwright rebuilds {KNOWN})"
@@ -133,7 +137,7 @@ are in the .state.pt file beside it (the harness draws its own: a kernel must ho
 
 import torch
 import torch.nn as nn
-
+{definitions}
 {constants}
 
 
@@ -156,9 +160,11 @@ def get_init_inputs():
 '''
 
 
-def _source(region: Region, origin: str, dims: list[str]) -> str:
+def _source(region: Region, origin: str, dims: list[str], own: list[str], model_source: str) -> str:
+    """The problem file; `own`: the region's module classes defined in the user's file (copied in)."""
     described = " -> ".join(f"{p} ({t})" for p, t in zip(region.paths, region.types))
-    return PROBLEM.format(
+    copied = f"{definitions(model_source, own)}\n\n" if own else ""
+    return PROBLEM.format(definitions=copied,
         slug=region.slug, described=described, origin=origin, share=region.share, set_number=region.main_set + 1,
         constants="\n".join(f"{k} = {v}" for k, v in region.constants.items()),
         members="\n".join(f"        self.m{i} = {c}" for i, c in enumerate(region.constructors)),
@@ -181,11 +187,13 @@ def _region(profile: Profile, model_file: ModelFile, paths: list[str]) -> Region
                profile.weights[i])
     capture = profile.captures[paths[0]][main]
     region = Region(_slug(paths, [type(modules[p]).__name__ for p in paths]), paths,
-                    [type(modules[p]).__name__ for p in paths], [constructor(modules[p]) or "" for p in paths],
+                    [type(modules[p]).__name__ for p in paths],
+                    [constructor(modules[p], model_file.source) or "" for p in paths],
                     ms, profile.share(ms), main, {i: s[0] for i, s in first.shapes.items() if s},
                     str(capture.args[0].dtype).removeprefix("torch."))
     dims, region.constants = _constants(modules[paths[0]], list(capture.args[0].shape))
-    region.source = _source(region, model_file.name, dims)
+    own = [type(modules[p]).__name__ for p in paths if user_class(modules[p], model_file.source)]
+    region.source = _source(region, model_file.name, dims, own, model_file.source)
     for index, shape in sorted(region.served.items()):
         _, sizes = _constants(modules[paths[0]], shape)
         if index != main and sizes != region.constants and sizes not in region.served_sizes:
@@ -222,6 +230,11 @@ def check_fidelity(profile: Profile, region: Region) -> str:
                 if error > FIDELITY_RTOL * max(scale, 1.0):
                     raise ModelFileError(f"region {region.slug}: at input set {index + 1} its output differs from "
                                          f"the model's by {error:.3g} (scale {scale:.3g})")
+    except ModelFileError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a copied class that reads the file's globals, a wrong rebuild
+        raise ModelFileError(f"region {region.slug}: running its problem failed ({type(exc).__name__}: {exc})") \
+            from None
     finally:
         sys.modules.pop(module.__name__, None)
     want_main = profile.captures[region.paths[-1]][region.main_set].output
@@ -261,7 +274,7 @@ def extract(profile: Profile, model_file: ModelFile, min_share: float = 0.02, ma
         if share < min_share:
             cold.append(Skipped(label, share, f"below --min-share {min_share:.0%}"))
             continue
-        blocker = _blocker(profile, paths)
+        blocker = _blocker(profile, paths, model_file.source)
         if blocker:
             unhandled.append(Skipped(label, share, blocker))
             continue

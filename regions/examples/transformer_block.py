@@ -6,8 +6,9 @@ import math
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
-d_model = 128
+d_model = 64
 heads = 4
 hidden = 512
 
@@ -28,13 +29,21 @@ class Attention(nn.Module):
         return self.out(mixed.transpose(1, 2).reshape(batch, seq, dim))
 
 
+class SwiGLU(nn.Module):
+    """The gated activation of LLaMA-style MLPs: the input's two halves, silu(gate) * value."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        gate, value = x.chunk(2, dim=-1)
+        return F.silu(gate) * value
+
+
 class Model(nn.Module):
     def __init__(self, d_model: int, heads: int, hidden: int) -> None:
         super().__init__()
         self.norm1 = nn.LayerNorm(d_model)
         self.attn = Attention(d_model, heads)
         self.norm2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, hidden), nn.GELU(), nn.Linear(hidden, d_model))
+        self.mlp = nn.Sequential(nn.Linear(d_model, 2 * hidden), SwiGLU(), nn.Linear(hidden, d_model))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.attn(self.norm1(x))
