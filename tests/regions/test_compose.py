@@ -22,7 +22,7 @@ from regions.verify import EndToEnd, SetResult, attribute, combine, predicted
 
 BLOCK = Path(__file__).parents[2] / "regions" / "examples" / "transformer_block.py"
 
-# an honest stand-in for a region's kernel (Python, so nothing is built): the chain Linear -> GELU, from m0's weights
+# an honest stand-in for a region's kernel (Python, so nothing is built): the MLP's first Linear, from m0's weights
 CHAIN = '''
 import torch
 import torch.nn as nn
@@ -34,11 +34,10 @@ cpp_source = "// built elsewhere"
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.m0 = nn.Linear(128, 512, bias=True)
-        self.m1 = nn.GELU()
+        self.m0 = nn.Linear(64, 1024, bias=True)
 
     def forward(self, x):
-        return torch.nn.functional.gelu(torch.nn.functional.linear(x, self.m0.weight, self.m0.bias))
+        return torch.nn.functional.linear(x, self.m0.weight, self.m0.bias)
 '''
 
 
@@ -52,7 +51,7 @@ def _run(source: str) -> types.ModuleType:
 @pytest.fixture(scope="module")
 def composed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Accepted]:
     plan = plan_model(BLOCK, "cpu", tmp_path_factory.mktemp("plan"), min_share=0.0, max_regions=8)
-    region = next(r for r in plan.regions if r["slug"] == "mlp_0_linear_gelu")
+    region = next(r for r in plan.regions if r["slug"] == "mlp_0_linear")
     problem = load_problem(region["problem"])
     envelope = [_signatures(problem, problem.source, None)]  # the region's own shape only: set 1 is outside
     accepted = Accepted(region["slug"], region["paths"], CHAIN, envelope, "cpu", 1.5)
@@ -75,7 +74,7 @@ def test_patched_model_matches_and_guards(composed: tuple[str, Accepted]) -> Non
             torch.testing.assert_close(model(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
             # set 1 (2x128 tokens) is outside the kernel's verified envelope: the model's own modules ran
             assert counts == ({"kernel": 0, "reference": 1} if index == 0 else {"kernel": 1, "reference": 1})
-    x = torch.randn(8, 32, 128, requires_grad=True)  # autograd in play: the reference, differentiable
+    x = torch.randn(8, 32, 64, requires_grad=True)  # autograd in play: the reference, differentiable
     model(x).sum().backward()
     assert counts["reference"] == 2 and x.grad is not None
 
@@ -113,7 +112,7 @@ def test_combine_weights_time_not_ratios() -> None:
 
 def test_attribution_keeps_survivors_and_drops_the_rest(composed: tuple[str, Accepted]) -> None:
     _, region = composed
-    served = {0: [2, 128, 128], 1: [8, 32, 128]}
+    served = {0: [2, 128, 64], 1: [8, 32, 64]}
     weights = {0: 0.25, 1: 0.75}
     kept = attribute(region, 0.4, served, "float32", weights, _sets(1.2, 1.2), region_ms=4.0)
     assert kept.kept and kept.predicted == pytest.approx(predicted([(0.4, 1.5)]))
@@ -134,13 +133,13 @@ def test_report_shows_time_per_region_before_and_after(tmp_path: Path, composed:
     from reports.model_report import write_model_report
 
     _, region = composed
-    record = attribute(region, 0.4, {1: [8, 32, 128]}, "float32", {0: 0.25, 1: 0.75}, _sets(1.2, 1.2), 4.0)
+    record = attribute(region, 0.4, {1: [8, 32, 64]}, "float32", {0: 0.25, 1: 0.75}, _sets(1.2, 1.2), 4.0)
     result = {"model": "block.py", "device": "cpu", "regions": [asdict(record)], "kept": [region.slug],
               "predicted": record.predicted, "end_to_end": asdict(record.measured), "eval_command": "kernelwright eval"}
     page = write_model_report(tmp_path, result, [{"slug": region.slug, "ms": 4.0}]).read_text()
     assert "Time per region, before and after" in page and "<svg" in page
     assert "4.000" in page and "2.667" in page and "2.333" in page  # before, after predicted (1.5x), after measured
-    assert "| mlp_0_linear_gelu | 40.0% | 4.000 | 1.500x | 2.667 |" in (tmp_path / "report.md").read_text()
+    assert "| mlp_0_linear | 40.0% | 4.000 | 1.500x | 2.667 |" in (tmp_path / "report.md").read_text()
 
 
 def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path, composed: tuple[str, Accepted],
@@ -153,14 +152,14 @@ def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path
 
     _, region = composed
     first, second = region, Accepted("other", ["attn.qkv"], CHAIN, region.envelope, "cpu", 1.3)
-    measured = {("mlp_0_linear_gelu",): 1.2, ("other",): 1.1, ("mlp_0_linear_gelu", "other"): 0.9}
+    measured = {("mlp_0_linear",): 1.2, ("other",): 1.1, ("mlp_0_linear", "other"): 0.9}
     monkeypatch.setattr(regions.verify, "judge_patch",
                         lambda _m, chosen, *_a, **_k: ("", _sets(*[measured[tuple(a.slug for a in chosen)]] * 2)))
-    info = {"share": 0.3, "ms": 3.0, "dtype": "float32", "served": {"0": [2, 128, 128], "1": [8, 32, 128]}}
+    info = {"share": 0.3, "ms": 3.0, "dtype": "float32", "served": {"0": [2, 128, 64], "1": [8, 32, 64]}}
     plan = Plan(str(BLOCK), "cpu", str(tmp_path), 10.0, [], [], [],
-                [{"slug": "mlp_0_linear_gelu", **info}, {"slug": "other", **info}], [], [])
+                [{"slug": "mlp_0_linear", **info}, {"slug": "other", **info}], [], [])
     result = verify_model(plan, [first, second], EvalPolicy(), compile_baseline=False)
-    assert result["kept"] == ["mlp_0_linear_gelu"] and result["end_to_end"]["speedup"] == pytest.approx(1.2)
+    assert result["kept"] == ["mlp_0_linear"] and result["end_to_end"]["speedup"] == pytest.approx(1.2)
     other = next(r for r in result["regions"] if r["slug"] == "other")
     assert not other["kept"] and "together" in other["notes"][-1]
     assert "_kw_r1_ModelNew" in (tmp_path / "patched.py").read_text()

@@ -22,9 +22,9 @@ def test_demo_model_end_to_end(tmp_path: Path) -> None:
     models = ModelSpec(model="scripted:demo_transformer_block.json")
     messages: list[str] = []
     result = optimize_model(BLOCK, config, models, None, tmp_path, 0.0, 1, False, progress=messages.append,
-                            only=["mlp.0"])
+                            only=["mlp.1"])
     [region] = result["regions"]
-    assert region["slug"] == "mlp_0_linear_gelu" and region["region_speedup"]
+    assert region["slug"] == "mlp_1_swiglu" and region["region_speedup"]
     alone = region["measured"]
     assert [s["index"] for s in alone["sets"]] == [0, 1]  # judged at every input set
     assert all(s["verdict"] == "accepted" for s in alone["sets"]), alone
@@ -32,7 +32,7 @@ def test_demo_model_end_to_end(tmp_path: Path) -> None:
     assert region["kept"] == (alone["speedup"] > 1.0)
     assert (tmp_path / "patched.py").is_file() == region["kept"]
     assert (tmp_path / "report.md").is_file() and json.loads((tmp_path / "result.json").read_text())["regions"]
-    assert list((tmp_path / "ops" / "mlp_0_linear_gelu").glob("*/export.json"))  # export-op's package: what ships
+    assert list((tmp_path / "ops" / "mlp_1_swiglu").glob("*/export.json"))  # export-op's package: what ships
     again: list[str] = []
-    optimize_model(BLOCK, config, models, None, tmp_path, 0.0, 1, False, progress=again.append, only=["mlp.0"])
+    optimize_model(BLOCK, config, models, None, tmp_path, 0.0, 1, False, progress=again.append, only=["mlp.1"])
     assert any("searched already" in m for m in again)
