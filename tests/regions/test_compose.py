@@ -164,3 +164,17 @@ def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path
     assert not other["kept"] and "together" in other["notes"][-1]
     assert "_kw_r1_ModelNew" in (tmp_path / "patched.py").read_text()
     assert (tmp_path / "report.html").is_file()
+
+
+def test_the_whole_model_is_judged_without_the_kernel_share_floor_but_with_the_knockout(
+        composed: tuple[str, Accepted], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A region's kernel does a small part of the whole model's time by design: the negligible-share rule of a
+    kernel's own problem is off for patched.py (the rest of forward is the user's modules), the knockout is not."""
+    import regions.verify
+
+    _, region = composed
+    seen: list[EvalPolicy] = []
+    monkeypatch.setattr(regions.verify, "evaluate", lambda _p, _s, _d, policy: seen.append(policy))
+    monkeypatch.setattr(regions.verify, "_set_result", lambda index, weight, _e: SetResult(index, weight, "crash", None, None, None, None))
+    regions.verify.judge_patch(load_model_file(BLOCK), [region], "cpu", EvalPolicy())
+    assert len(seen) == 2 and all(not p.require_custom_kernel and p.knockout and p.hardening for p in seen)
