@@ -302,6 +302,8 @@ def optimize_model_command(
     budget_usd: BudgetUsd = None,
     time_limit: Annotated[Optional[float], typer.Option(min=1.0, help="Seconds for all regions' searches, "
                                                                       "split as the budget is.")] = None,
+    search: Annotated[str, typer.Option(help="Each region's search: greedy or population (as optimize's "
+                                             "--search).")] = "greedy",
     compile_baseline: Annotated[bool, flag("--compile-baseline/--no-compile-baseline", help="Also time "
                                            "torch.compile of the original model at each input set.")] = True,
     db: Db = None,
@@ -321,7 +323,7 @@ def optimize_model_command(
         render.print_model_plan(made, json_output)
         return
     config = optimize_config(Execution(**vars(execution)), rounds=rounds, candidates=candidates, patience=patience,
-                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit)
+                             max_tokens=max_tokens, budget_usd=budget_usd, time_limit_s=time_limit, search=search)
     result = optimize_model(model_file, config, model_spec(**vars(models)), db, out, min_share, max_regions,
                             compile_baseline, progress=lines(), only=only)
     render.print_model_result(result, json_output)
