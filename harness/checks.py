@@ -187,6 +187,9 @@ ROWS: tuple[Row, ...] = (
         needs="root"),
     Row(Check.JAIL_UID, None, None, "the jailed process runs as an unprivileged user",
         "root-only files stay closed", "jail_uid", needs="root"),
+    Row(Check.JAIL_ROOT, None, None, "the jailed process's file system is a root of its own holding only the system "
+        "folders, the interpreter, its packages, the harness's code and its scratch folder",
+        "no home folder, other repository, store, transcript or other build is in sight", "jail_root", needs="root"),
     Row(Check.FREEZE, None, None, "the candidate's process tree is frozen while the parent writes its inputs and "
         "reads its outputs, and while the other side is timed", "no untimed window with the inputs", "freeze",
         PARENT, "a writable cgroup freezer", "2.5-6.0x accepted with 20 ms batches, 1.0-1.9x with the default 5 ms"),

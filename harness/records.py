@@ -130,6 +130,7 @@ class Check(StrEnum):
     JAIL_HOME = "jail-home"
     JAIL_BINDS = "jail-binds"
     JAIL_UID = "jail-uid"
+    JAIL_ROOT = "jail-root"
     FREEZE = "freeze"
     PARENT_SLOTS = "parent-slots"
     FRESH_FACTOR = "fresh-factor"

@@ -39,6 +39,12 @@ _libc = ctypes.CDLL(None, use_errno=True)
 JAIL_UID = JAIL_GID = 65534  # nobody/nogroup: owns nothing on the host
 PRIVATE_MB = {"/tmp": 64, "/dev/shm": 64}  # home folders: 16 MB (TMPDIR and HOME are the scratch folder itself)
 DEVICES = ("null", "zero", "full", "random", "urandom")  # all a kernel needs; CUDA adds the nvidia* nodes
+# what any program needs from the host's system folders (programs, libraries, the compiler, the dynamic linker's
+# configuration and the links `cc`/`c++` resolve through): bound read-only into the new root, nothing else of /etc
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf",
+          "/etc/ld.so.conf.d", "/etc/alternatives")
+ROOT_SOURCE = "kernelwright-jail"  # the new root's tmpfs, by name in mountinfo: how the parent knows it holds
+_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # the pivot_root system call's number
 # an evaluation's scratch quota (harness/isolation/scratch_quota.py), in any kernelwright home on the machine
 _SCRATCH = re.compile(r"^eval-\d{8}-\d{6}-\d+-[0-9a-f]+$")
 
@@ -86,6 +92,14 @@ def _seal_file_systems(writable: list[str], visible: list[str], hidden: list[str
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         return
     _hide_other_scratch(writable)
+    if not _test_switch_off("jail_root") and _new_root(writable, visible, hidden):
+        return
+    _read_only_host(writable, visible, hidden)  # the fallback where the OS refused a new root: the fact says so
+
+
+def _read_only_host(writable: list[str], visible: list[str], hidden: list[str]) -> None:
+    """The host's file systems read-only, with private /tmp, /dev/shm and home folders and the hidden folders
+    covered: what the jail shows where it cannot build a root of its own."""
     private = [t for t in ("/tmp", "/dev/shm", *_homes()) if os.path.isdir(t)]
     covered = [h for h in dict.fromkeys(hidden) if os.path.isdir(h) and h not in private]
     # folders under them that the child needs come back through handles opened before anything is covered: the
@@ -122,6 +136,85 @@ def _seal_file_systems(writable: list[str], visible: list[str], hidden: list[str
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
+def _new_root(writable: list[str], visible: list[str], hidden: list[str]) -> bool:
+    """A root of its own (a small read-only tmpfs) holding only `SYSTEM`, the `visible` folders (the interpreter, its
+    packages, the harness's code, the precompiled headers) and the `writable` ones (its scratch folder with its
+    build), each bound at its own path; a private /tmp and /dev/shm, a /dev of its own, a /proc of its PID namespace
+    (and /sys read-only where the GPU's nodes are: the driver reads it). The host's root is then detached: home
+    folders, other repositories, stores, transcripts and other builds are not there to read. False (nothing
+    pivoted) where the OS refused a step: the caller falls back to the read-only view of the host."""
+    gpu = any(name.startswith("nvidia") for name in os.listdir("/dev"))
+    sources = [p for p in dict.fromkeys([*SYSTEM, *(["/sys"] if gpu else []), *visible, *writable])
+               if os.path.lexists(p)]
+    links = {p: os.readlink(p) for p in sources if os.path.islink(p)}
+    handles = {p: os.open(p, os.O_PATH) for p in sources if p not in links}  # before anything is covered
+    try:
+        root = _staged_root()
+        if root is None:
+            return False
+        steps = [(p, ("link", links[p])) for p in links] + [(p, ("bind", h)) for p, h in handles.items()]
+        steps.append(("/tmp", ("tmpfs", f"size={PRIVATE_MB['/tmp']}m,mode=1777")))  # /dev/shm: with /dev
+        steps += [(h, ("tmpfs", "size=1m,mode=755")) for h in hidden if _under(h, list(handles)) and h not in handles]
+        for path, (kind, what) in sorted(steps, key=lambda step: len(step[0])):  # parents first
+            if not _place(root + path, kind, what, path in writable):
+                return False
+        if not _own_dev(root):
+            _place(root + "/dev", "bind", os.open("/dev", os.O_PATH), False)
+        os.makedirs(root + "/proc")
+        _mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        _mount(None, root, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4m,mode=755")
+        return _pivot(root, writable)
+    finally:
+        for handle in handles.values():
+            os.close(handle)
+
+
+def _staged_root() -> str | None:
+    """An empty tmpfs to build the root in, under a private tmpfs over /tmp (this namespace's only)."""
+    stage = "/tmp"
+    if not _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=700"):
+        return None
+    root = stage + "/root"
+    os.mkdir(root)
+    return root if _mount(ROOT_SOURCE, root, "tmpfs", MS_NOSUID | MS_NODEV, "size=4m,mode=755") else None
+
+
+def _place(target: str, kind: str, what: object, writable: bool) -> bool:
+    """One entry of the new root: a symbolic link as the host has it, a folder or file bound from its handle
+    (read-only unless `writable`), or an empty tmpfs."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    if kind == "link":
+        os.symlink(str(what), target)
+        return True
+    if kind == "tmpfs":
+        os.makedirs(target, exist_ok=True)
+        return _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, str(what))
+    source = f"/proc/self/fd/{what}"
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    elif not os.path.exists(target):
+        open(target, "w").close()
+    if not _mount(source, target, None, MS_BIND | MS_REC):
+        return False
+    return writable or _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+
+
+def _pivot(root: str, writable: list[str]) -> bool:
+    """Make `root` the root and detach the host's; every mount left but the writable and private ones read-only
+    (a bound folder's own submounts too)."""
+    number = _PIVOT_ROOT.get(os.uname().machine)
+    os.chdir(root)
+    if number is None or _libc.syscall(number, b".", b".") != 0:
+        os.chdir("/")
+        return False
+    _libc.umount2(b".", MNT_DETACH)
+    os.chdir("/")
+    for point, flags in _mount_points():
+        if not _under(point, writable + ["/tmp", "/dev", "/proc"]):
+            _mount(None, point, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | flags)
+    return True
+
+
 def _hide_other_scratch(writable: list[str]) -> None:
     """Every evaluation's scratch quota on the machine is a mount point of its own: all but this process's are
     detached in its namespace (their folders read empty), whichever kernelwright home they belong to."""
@@ -132,7 +225,7 @@ def _hide_other_scratch(writable: list[str]) -> None:
                 _mount("tmpfs", point, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "size=4k,mode=755")
 
 
-def _own_dev() -> bool:
+def _own_dev(base: str = "") -> bool:
     """A tmpfs over /dev holding only `DEVICES` and the GPU's nodes, bound from the host's (a node made here would
     need the right numbers; a bind is the host's node itself), the usual links into /proc, and an empty /dev/shm.
     False where the OS refused (the host's /dev stays, and the `devices` fact says so)."""
@@ -140,12 +233,13 @@ def _own_dev() -> bool:
     nodes += sorted(name for name in os.listdir("/dev") if name.startswith("nvidia"))
     handles = {name: os.open(f"/dev/{name}", os.O_PATH) for name in nodes}
     try:
-        if not _mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755"):
+        os.makedirs(base + "/dev", exist_ok=True)
+        if not _mount("tmpfs", base + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "size=64k,mode=755"):
             return False
         try:
-            _fill_dev(handles)
+            _fill_dev(handles, base)
         except OSError:  # half a /dev is worse than the host's: back to it, and the record says so
-            _libc.umount2(b"/dev", MNT_DETACH)
+            _libc.umount2((base + "/dev").encode(), MNT_DETACH)
             return False
         return True
     finally:
@@ -153,9 +247,9 @@ def _own_dev() -> bool:
             os.close(handle)
 
 
-def _fill_dev(handles: dict[str, int]) -> None:
+def _fill_dev(handles: dict[str, int], base: str = "") -> None:
     for name, handle in handles.items():
-        target = f"/dev/{name}"
+        target = f"{base}/dev/{name}"
         if os.path.isdir(f"/proc/self/fd/{handle}"):
             os.mkdir(target)
         else:
@@ -164,8 +258,11 @@ def _fill_dev(handles: dict[str, int]) -> None:
             raise OSError(f"{target} could not be bound")
     for link, points_to in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
-        os.symlink(points_to, f"/dev/{link}")
-    os.mkdir("/dev/shm")
+        os.symlink(points_to, f"{base}/dev/{link}")
+    os.mkdir(f"{base}/dev/shm")
+    if base:  # the new root's own: small and private (the host fallback mounts its own over /dev/shm)
+        _mount("tmpfs", f"{base}/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={PRIVATE_MB['/dev/shm']}m,mode=1777")
+        _mount(None, f"{base}/dev", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, "size=64k,mode=755")
 
 
 def _become_unprivileged(writable: list[str]) -> None:
@@ -212,8 +309,9 @@ def enter(writable: list[str], visible: list[str], hidden: list[str]) -> None:
     with the namespace's parent, seal the file systems (as PID 1), drop every capability, become `JAIL_UID`."""
     _libc.prctl(PR_SET_PDEATHSIG, 9, 0, 0, 0)
     if os.getpid() == 1:
+        folder = os.getcwd()
         _seal_file_systems(writable, visible, hidden)
-        os.chdir(os.getcwd())  # the working folder is re-resolved: through the writable bind, not the old mount
+        os.chdir(folder)  # the working folder is re-resolved: through the writable bind, not the old mount
     _drop_bounding_set()
     try:
         _become_unprivileged(writable)
@@ -279,7 +377,11 @@ def containment_facts(pid: int) -> dict[str, str]:
         mounts = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
         root = next((line.split() for line in mounts if line.split()[4] == "/"), None)
         read_only = bool(root) and "ro" in root[5].split(",")
-        facts["file_system"] = "read-only except its scratch folder" if read_only else "NOT read-only"
+        own = bool(root) and root[root.index("-") + 2] == ROOT_SOURCE
+        facts["file_system"] = ("its own root (the system folders, the interpreter, its packages, the harness's code; "
+                                "writable: its scratch folder)" if own and read_only else
+                                "NOT its own root: the host's file systems, read-only except its scratch folder"
+                                if read_only else "NOT read-only")
     except (OSError, IndexError):
         facts["file_system"] = "unknown"
     return facts

@@ -76,7 +76,8 @@ def _jail_switches() -> dict[str, str]:
     into the jailed process's environment only where the test suite turned one of them off."""
     from harness.defences import DEFENCES_OFF, is_off
 
-    return {DEFENCES_OFF: os.environ[DEFENCES_OFF]} if is_off("jail_binds") or is_off("jail_uid") else {}
+    return {DEFENCES_OFF: os.environ[DEFENCES_OFF]} if any(is_off(n) for n in ("jail_binds", "jail_uid", "jail_root")) \
+        else {}
 
 
 PR_SET_PDEATHSIG = 1

@@ -28,7 +28,8 @@ from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_a
 from harness.isolation.zygote import ForkedChild, ZygoteUnavailable, shared_zygote, stop_zygotes
 
 _POLL_S = 0.05
-CHILD_PROGRAM = "harness.child"  # run as `python -m`: the program in the candidate's process (harness/child/main.py)
+CHILD_PROGRAM = "harness.child"
+CHILD_PACKAGES = ("harness", "kernelbench")  # what the child imports of our code (harness -> kernelbench)  # run as `python -m`: the program in the candidate's process (harness/child/main.py)
 BuildHandler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -37,9 +38,11 @@ class ChildStopped(Exception):
 
 
 def needed_folders() -> list[Path]:
-    """What every jailed process must still see if it lives under /tmp, a home folder or kernelwright's home (all
-    hidden): the interpreter, user site-packages, the project (the harness's code), the precompiled headers. Not
-    the build cache: a child gets copies of its own binaries in its scratch folder (`_serve_build`)."""
+    """All a jailed process sees besides the system folders (`jail.SYSTEM`) and its own scratch folder: the
+    interpreter (its prefixes and the one its executable really lives in), user site-packages, the packages of the
+    harness's code the child imports (not the rest of the project: its runs, its git history), the precompiled
+    headers, and where CUDA and the libraries the environment names live. Not the build cache: a child gets copies
+    of its own binaries in its scratch folder (`_serve_build`)."""
     import site
 
     from harness.paths import build_cache_dir, code_root
@@ -47,8 +50,13 @@ def needed_folders() -> list[Path]:
     user_site = Path(site.getusersitepackages()) if site.ENABLE_USER_SITE else None
     headers = build_cache_dir() / "pch"
     headers.mkdir(parents=True, exist_ok=True)  # it must exist to be bound back: headers land there later
-    return [Path(sys.prefix), Path(sys.base_prefix), *([user_site] if user_site and user_site.is_dir() else []),
-            code_root(), headers]
+    interpreter = Path(os.path.realpath(sys.executable)).parent.parent
+    code = [code_root() / package for package in CHILD_PACKAGES]
+    named = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    named += [Path(p) for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
+    found = [Path(sys.prefix), Path(sys.base_prefix), interpreter, *([user_site] if user_site else []), *code,
+             headers, *named]
+    return [folder for folder in dict.fromkeys(found) if folder.is_absolute() and folder.is_dir()]
 
 
 def hidden_folders() -> list[Path]:

@@ -22,7 +22,7 @@ pytestmark = NEEDS_ROOT
 
 @pytest.mark.proves(Check.JAIL_BINDS)
 def test_only_its_own_folder_is_writable_so_the_store_and_build_cache_are_out_of_reach(tmp_path: Path) -> None:
-    store = Path(__file__).with_name(f"store-{os.getpid()}.db")  # beside the code: visible, read-only
+    store = REPO / "harness" / f"store-{os.getpid()}.db"  # beside the harness's code: visible, read-only
     store.write_text("rows")
     try:
         log = jailed(tmp_path, f"echo forged >> {store}; touch {store.parent}/planted.so; touch ok && echo own-folder-ok")
@@ -130,7 +130,7 @@ def test_the_parent_records_what_held(tmp_path: Path) -> None:
     from harness.isolation.jail import JAIL_UID
 
     assert jailed == {"pid_namespace": "isolated", "mount_namespace": "isolated", "network": "isolated",
-                      "capabilities": "none", "file_system": "read-only except its scratch folder",
+                      "capabilities": "none", "file_system": "its own root (the system folders, the interpreter, its packages, the harness's code; writable: its scratch folder)",
                       "user": f"unprivileged (uid {JAIL_UID})",
                       "devices": "its own /dev: full, null, random, urandom, zero"}
     mine = containment_facts(os.getpid())

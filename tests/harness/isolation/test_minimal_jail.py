@@ -23,9 +23,9 @@ pytestmark = NEEDS_ROOT
 
 @pytest.mark.proves(Check.JAIL_UID)
 def test_it_runs_as_an_unprivileged_user_and_root_only_files_stay_closed(tmp_path: Path) -> None:
-    """uid 0 without capabilities still owns every root file: a 0600 file of root's beside the code (visible,
-    read-only) is readable by it. As `JAIL_UID` it is not; its own folder is its to write."""
-    secret = Path(__file__).with_name(f"root-only-{os.getpid()}.txt")
+    """uid 0 without capabilities still owns every root file: a 0600 file of root's beside the harness's code
+    (visible, read-only) is readable by it. As `JAIL_UID` it is not; its own folder is its to write."""
+    secret = REPO / "harness" / f"root-only-{os.getpid()}.txt"
     secret.write_text("root-only-secret")
     secret.chmod(0o600)
     try:
