@@ -37,7 +37,7 @@ from harness.isolation.session import ChildSession, ChildStopped
 from harness.isolation.timing_slot import checking_slot
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, parent_driven, slot_count
 from harness.measurement.frozen_trials import run_trials
-from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
+from harness.measurement.timed_calls import ChildFailed, TimedRun, census_flops, combined
 from harness.paired_timing import parent_calls, reference_session, set_policy, shared_slots, time_both
 from harness.policy import EvalPolicy
 from harness.records import Check, Evaluation, Finding, Verdict, rendered
@@ -46,6 +46,7 @@ from harness.verification.compare import compare_trial
 from harness.verification.oracle import deterministic, numerical_contract
 from harness.verification.reference import ReferenceRun, run_reference
 from harness.verification.static_check import check_candidate
+from harness.verification.work_share import reference_flops
 from kernelbench.problem import Problem
 
 Progress = Callable[[str], None]
@@ -126,6 +127,8 @@ def _remeasure(first: Evaluation, first_facts: Facts, problem: Problem, source: 
 
 def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: EvalPolicy) -> None:
     """The gates decide; the measurements they let through are recorded."""
+    if facts.census and facts.census.get("flops"):
+        facts.reference_flops = reference_flops(problem)
     decision = decide(facts, policy, notes=facts.notes)
     evaluation.verdict, evaluation.findings = decision.verdict, decision.findings
     if facts.comparisons is not None and decision.decided_by is not child_ended:
@@ -136,7 +139,8 @@ def _conclude(evaluation: Evaluation, facts: Facts, problem: Problem, policy: Ev
     share = facts.kernel_share
     if facts.census and facts.census["ops"]:
         evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": share,
-                                                   "calls": facts.census.get("calls", 1)}
+                                                   "calls": facts.census.get("calls", 1),
+                                                   "work_share": facts.work_share}
     if facts.timed is None:
         return
     evaluation.isolation["protocol"] = "parent-driven" if facts.timed.parent_reads else "child-staged"
@@ -316,7 +320,8 @@ def _converse(facts: Facts, session: ChildSession, run: _Run, reference: Referen
             phase_seconds["timing_wait"] = facts.timed.slot_wait_s
             facts.knockout_matched = facts.timed.knocked_out_right
             if facts.timed.census_ops is not None:
-                facts.census = {"ops": facts.timed.census_ops, "share": None, "calls": facts.timed.census_calls}
+                facts.census = {"ops": facts.timed.census_ops, "share": None, "calls": facts.timed.census_calls,
+                                "flops": facts.timed.census_flops}
         except ChildFailed as failed:  # the candidate's forward raised while being timed
             run.failure = failed.reply
     if not run.failure:
@@ -352,7 +357,8 @@ def _valid_census(found: Any) -> dict[str, Any] | None:
     ops = {str(k)[:60]: v for k, v in list(found["ops"].items())[:50] if type(v) is int and v > 0}
     library, own = found.get("library_s"), found.get("own_s")
     timed = type(library) is float and type(own) is float and library + own > 0
-    return {"ops": ops, "share": own / (own + library) if timed else None}
+    return {"ops": ops, "share": own / (own + library) if timed else None,
+            "flops": census_flops(found)}
 
 
 def _knockout_command(session: ChildSession, run: _Run, reference: ReferenceRun) -> P.Knockout | P.Census:

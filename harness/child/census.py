@@ -4,8 +4,12 @@ defence against a hostile one, which can behave differently on that call).
 
 Static reading of `forward` misses compute reached through `super().forward()`, helpers and closures; at run time
 every aten operator passes the dispatcher, so a TorchDispatchMode sees it. Operators called while one of the
-candidate's own functions runs (the kernel switch's depth) are the kernel's own business; views, allocation and
-copies are bookkeeping, not compute.
+candidate's own functions runs (the kernel switch's depth) are library compute too, counted apart (`INSIDE`): a
+pybind function's ATen calls pass the mode as they are; a dispatched (stable-ABI) operator runs with the mode
+popped, so it is redispatched to its backend under a census of its own, which its C++ calls into the dispatcher
+(`torch::stable::matmul`, `torch_call_dispatcher` with any name) pass. Views, allocation and copies are
+bookkeeping, not compute. Each counted operator's work is added up as FLOPs (`op_flops`): the kernels' share of
+the work (harness/decision/gates.py runtime_compute) is what the library did not do, whatever the time said.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ BOOKKEEPING = {
     "_local_scalar_dense", "item", "is_same_size", "_reshape_alias", "split_with_sizes", "sym_size", "sym_stride",
     "sym_numel", "sym_storage_offset",
 }
+INSIDE = " inside the kernel"  # the name suffix of an operator the candidate's own function called
+_MATMUL_LIKE = {"matmul", "linear", "einsum", "tensordot", "inner", "dot", "vdot", "mv"}
+_TORCH_NAMESPACES = {"aten", "prim", "prims", "_c10d_functional", "c10d", "quantized", "profiler"}
 
 
 def _name(func: Any) -> tuple[str, str]:
@@ -46,6 +53,7 @@ def prepare() -> None:
 
     with Nothing():
         torch.zeros(1).add(1)
+    _registry()  # torch's FLOP counter, imported now for the same reason
 
 
 def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tuple[Any, dict[str, Any]]:
@@ -56,29 +64,89 @@ def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tu
     return result, found
 
 
+def op_flops(func: Any, args: tuple, kwargs: dict[str, Any], out: Any) -> float:
+    """An operator's work: torch's FLOP counter where it has a formula (mm, addmm, bmm, convolution, attention),
+    2 x output elements x the contracted size for the matmul family it leaves to decompositions, and one FLOP per
+    element of the largest floating tensor for everything else (kernelbench/shrink.py counts the reference so)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    packet = getattr(func, "overloadpacket", None)
+    registry = _registry()
+    try:
+        if packet in registry:
+            return float(registry[packet](*args, **kwargs, out_val=out))
+        tensors = [t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor) and
+                   t.is_floating_point()]
+        if _name(func)[1] in _MATMUL_LIKE and isinstance(out, torch.Tensor) and args and \
+                isinstance(args[0], torch.Tensor) and args[0].dim():
+            return 2.0 * out.numel() * args[0].shape[-1]
+        return float(max((t.numel() for t in tensors), default=0))
+    except Exception:  # a formula that cannot read these arguments: the least work, one per element
+        return 0.0
+
+
+_REGISTRY: dict[Any, Any] = {}
+
+
+def _registry() -> dict[Any, Any]:
+    if not _REGISTRY:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        _REGISTRY.update(FlopCounterMode().flop_registry)
+    return _REGISTRY
+
+
+def _backend(args: tuple) -> Any:
+    """The dispatch key a candidate's operator runs on for these arguments (None: no tensor, or a device the
+    census does not redispatch on)."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    device = next((t.device.type for t in tree_leaves(args) if isinstance(t, torch.Tensor)), None)
+    key = {"cpu": torch._C.DispatchKey.CPU, "cuda": torch._C.DispatchKey.CUDA}.get(device or "")
+    return torch._C.DispatchKeySet(key) if key is not None else None
+
+
 @contextmanager
 def counting(depth: Callable[[], int], timed: bool) -> Iterator[dict[str, Any]]:
     """The census over whatever runs inside (one call, or an audit batch among the timed calls): the dict it
-    yields is filled when the block ends."""
+    yields is filled when the block ends: `ops` {name: count} (names ending in `INSIDE` for the candidate's own
+    functions' calls), `library_s` (outside them, where `timed`) and `library_flops` (all of them)."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     counts: dict[str, int] = {}
     spent = [0.0]
+    flops = [0.0]
     found: dict[str, Any] = {}
 
     class Census(TorchDispatchMode):
+        def __init__(self, inside: bool = False) -> None:
+            super().__init__()
+            self.inside = inside
+
         def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: Any = None) -> Any:
             namespace, op = _name(func)
-            counted = depth() == 0 and namespace == "aten" and op not in BOOKKEEPING
+            kwargs = kwargs or {}
+            if namespace not in _TORCH_NAMESPACES and (depth() > 0 or self.inside):  # the candidate's operator
+                backend = _backend(args)
+                if backend is not None:
+                    with Census(inside=True):  # its C++ calls into the dispatcher pass this census again
+                        return func.redispatch(backend, *args, **kwargs)
+            inside = self.inside or depth() > 0
+            counted = namespace == "aten" and op not in BOOKKEEPING
             started = time.perf_counter()
-            result = func(*args, **(kwargs or {}))
+            result = func(*args, **kwargs)
             if counted:
-                counts[f"aten.{op}"] = counts.get(f"aten.{op}", 0) + 1
-                spent[0] += time.perf_counter() - started
+                name = f"aten.{op}" + (INSIDE if inside else "")
+                counts[name] = counts.get(name, 0) + 1
+                flops[0] += op_flops(func, args, kwargs, result)
+                if not inside:
+                    spent[0] += time.perf_counter() - started
             return result
 
     try:
         with Census():
             yield found
     finally:
-        found.update(ops=counts, library_s=spent[0] if timed else None)
+        found.update(ops=counts, library_s=spent[0] if timed else None, library_flops=flops[0])

@@ -16,6 +16,7 @@ from harness.measurement.timed_calls import TimedRun
 from harness.records import Finding, TrialResult, Verdict
 from harness.verification.oracle import NumericalContract
 from harness.verification.reference import ReferenceRun
+from harness.verification.work_share import work_share
 
 
 @dataclass
@@ -57,7 +58,8 @@ class Facts:
     contract: NumericalContract | None = None  # both sides' error against a float64 run of the reference
     deterministic: bool | None = None  # the trial called twice on the same inputs gave the same bits
     knockout_matched: bool | None = None  # forward, every kernel function poisoned, still gave the right answer
-    census: dict[str, Any] | None = None  # PyTorch compute forward ran outside the kernels (child/census.py)
+    census: dict[str, Any] | None = None  # PyTorch compute forward ran, outside the kernels or in them (child/census.py)
+    reference_flops: float | None = None  # one forward of the reference's work (verification/work_share.py)
     degenerate: list[str] | None = None  # the canaries that pass every trial
     canary_notes: list[Finding] = field(default_factory=list)  # what the canaries could not check
     timed: TimedRun | None = None
@@ -76,6 +78,11 @@ class Facts:
         if self.timed is not None and self.timed.own_share is not None:
             return self.timed.own_share
         return (self.census or {}).get("share")
+
+    @property
+    def work_share(self) -> float | None:
+        """The kernels' share of the work: what the library's counted FLOPs left undone of the reference's."""
+        return work_share(self.census, self.reference_flops)
 
     @property
     def result(self) -> ChildResult | None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Sequence
 
 from harness.checks import gate_order, verdict_under
+from harness.child.census import INSIDE
 from harness.child.verdicts import NO_CUDA_SOURCES, child_failure, integrity_failures
 from harness.decision.facts import Facts
 from harness.decision.timing_reading import checks_note
@@ -21,6 +22,7 @@ from harness.defences import is_off
 from harness.measurement.frozen_trials import cache_finding
 from harness.policy import EvalPolicy
 from harness.records import Check, Finding, Verdict
+from harness.verification.binary_imports import binary_findings
 from harness.verification.oracle import contract_finding, skipped_note
 from harness.verification.source_scan import scan_built_sources
 
@@ -63,12 +65,15 @@ def kernel_built(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 
 def built_sources(facts: Facts, policy: EvalPolicy) -> list[Finding]:
-    """The static scan again, over the sources actually compiled (a candidate can build what its file hides)."""
+    """The static scan again, over the sources actually compiled (a candidate can build what its file hides), and
+    what the built binaries import (a macro hides a call from any scan of text, not from the linker)."""
     if facts.child is None or policy.static_policy == "off":
         return []
     findings = scan_built_sources(facts.builds, strict=True)  # every finding; the row says what each decides here
-    return [_rejects(f.check, f"{f.message} (in the sources actually compiled)") for f in findings
-            if verdict_under(f.check, policy.static_policy)]
+    found = [_rejects(f.check, f"{f.message} (in the sources actually compiled)") for f in findings
+             if verdict_under(f.check, policy.static_policy)]
+    return found + [_rejects(f.check, f.message) if verdict_under(f.check, policy.static_policy) else
+                    _note(f.check, f.message) for f in binary_findings(facts.builds)]
 
 
 def compile_only(facts: Facts, policy: EvalPolicy) -> list[Finding]:
@@ -168,21 +173,26 @@ def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 
 
 def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
-    """PyTorch compute that forward ran outside the candidate's kernels, however it was reached: strict rejects
-    it; default says it, with the kernels' share of forward's time (on the CPU: clocked inside them over an audit
-    batch among the timed calls, harness/measurement/timed_calls.py), and credits no speedup to kernels that do a
-    negligible share of it: that speedup is PyTorch's."""
+    """PyTorch compute that forward ran, outside the candidate's kernels or inside them, however it was reached:
+    strict rejects it; default says it, with the kernels' share of forward's time (on the CPU: clocked inside them
+    over an audit batch among the timed calls, harness/measurement/timed_calls.py) and of its work (the reference's
+    FLOPs the library's calls left undone, harness/verification/work_share.py), and credits no speedup to kernels
+    that do a negligible share of either: that speedup is PyTorch's (time spent spinning buys no work)."""
     census = facts.census
     ops = census["ops"] if census else {}
-    share = facts.kernel_share
-    negligible = share is not None and share < NEGLIGIBLE_SHARE
+    share, work = facts.kernel_share, facts.work_share
+    negligible = any(s is not None and s < NEGLIGIBLE_SHARE for s in (share, work))
     if not ops and not negligible:
         return []
     seen = ", ".join(f"{name} x{count}" for name, count in sorted(ops.items()))
     calls = f" over {census['calls']} audited calls" if census and census.get("calls") else ""
-    said = (f"forward ran PyTorch's own compute outside the candidate's kernels ({seen}{calls})" if ops else
+    where = "inside the candidate's kernels" if all(n.endswith(INSIDE) for n in ops) else \
+        "outside the candidate's kernels" if not any(n.endswith(INSIDE) for n in ops) else "outside and inside them"
+    said = (f"forward ran PyTorch's own compute {where} ({seen}{calls})" if ops else
             "forward's time went mostly outside the candidate's kernels")
     said += f"; the candidate's kernels did {share:.0%} of forward's time" if share is not None else ""
+    said += (f"; the library's calls did {1 - work:.0%} of the reference's work (FLOPs), the kernels {work:.0%}"
+             if work is not None and ops else "")
     if ops and verdict_under(Check.RUNTIME_COMPUTE, policy.static_policy):
         return [_rejects(Check.RUNTIME_COMPUTE, said + ": strict requires all of forward's compute in the "
                          "candidate's kernels")]

@@ -74,6 +74,7 @@ class TimedRun:
     clocked_ns: int = 0  # those batches' own time on the parent's clock, less the pipe
     census_ops: dict[str, int] | None = None  # PyTorch operators run outside the kernels in the census audit batches
     census_calls: int = 0  # the calls those batches made
+    census_flops: float = 0.0  # the work those operators did, inside the kernels too (harness/child/census.py)
 
     @property
     def own_share(self) -> float | None:
@@ -106,7 +107,8 @@ def combined(runs: list[TimedRun]) -> TimedRun:
         knocked_out_right=None if all(r.knocked_out_right is None for r in runs) else any(
             r.knocked_out_right for r in runs),
         own_ns=sum(r.own_ns for r in runs), clocked_ns=sum(r.clocked_ns for r in runs),
-        census_ops=_merged([r.census_ops for r in runs]), census_calls=sum(r.census_calls for r in runs))
+        census_ops=_merged([r.census_ops for r in runs]), census_calls=sum(r.census_calls for r in runs),
+        census_flops=sum(r.census_flops for r in runs))
 
 
 def _merged(found: list[dict[str, int] | None]) -> dict[str, int] | None:
@@ -126,6 +128,12 @@ def census_ops(found: Any) -> dict[str, int]:
     if not isinstance(ops, dict):
         return {}
     return {str(name)[:60]: count for name, count in list(ops.items())[:50] if type(count) is int and count > 0}
+
+
+def census_flops(found: Any) -> float:
+    """The library's work in a child's census of one batch (untrusted: it can only accuse itself, or hide)."""
+    flops = found.get("library_flops") if isinstance(found, dict) else None
+    return float(flops) if type(flops) in (int, float) and flops > 0 and flops == flops else 0.0
 
 
 R = TypeVar("R", bound=P.Reply)
@@ -433,8 +441,9 @@ class Timing:
                                 ours and kind == "census")
             if ours and kind == "census":
                 self.run.census_calls += len(calls)
-                self.run.census_ops = _merged([self.run.census_ops,
-                                               census_ops(side.done.census if side.done is not None else None)])
+                found = side.done.census if side.done is not None else None
+                self.run.census_ops = _merged([self.run.census_ops, census_ops(found)])
+                self.run.census_flops += census_flops(found)
             own = side.done.own_ns if ours and side.done is not None else None
             if own is not None:
                 self.run.own_ns, self.run.clocked_ns = self.run.own_ns + own, self.run.clocked_ns + int(ms * batch * 1e6)

@@ -300,6 +300,21 @@ def envelope_finding(envelope: Envelope) -> Finding | None:
         "at the problem's own shape stands; at the sizes named, call the reference", fatal=False, lead=True)
 
 
+def envelope_ghost(envelope: Envelope) -> Finding | None:
+    """`[ghost-kernel]`, deciding, where the knock-out at another size found forward right with every kernel
+    function poisoned: its kernel is not what computes its answers there, so the speedup at the problem's own shape
+    (where it may have recognised the knock-out) is not credited either. A kernel never called at a size (a guard
+    that falls back to PyTorch there) stays the `[envelope]` note's business."""
+    ghosts = [r for r in envelope.variants if r.verdict is Verdict.REJECTED and
+              (r.reason or "").startswith("[ghost-kernel]") and "poisoned" in (r.reason or "")]
+    if not ghosts:
+        return None
+    named = "; ".join(f"{' '.join(f'{k}={v}' for k, v in r.sizes.items())} ({r.label})" for r in ghosts)
+    return Finding(Check.GHOST_KERNEL, f"at {named}, with every function of the candidate's extension poisoned, forward() "
+                   "still returned the right answer: its kernel does not compute its output there, so no speedup is "
+                   "credited at the problem's own shape either", verdict=Verdict.REJECTED)
+
+
 def attach_envelope(evaluation: Evaluation, problem: Problem, source: str, device: str, policy: EvalPolicy,
                     shapes: Sequence[dict[str, int]] | None = None, timed: int = 0,
                     progress: Progress | None = None) -> Envelope | None:
@@ -312,5 +327,9 @@ def attach_envelope(evaluation: Evaluation, problem: Problem, source: str, devic
     evaluation.envelope = envelope.model_dump()
     if envelope.finding is not None:
         evaluation.findings.append(envelope.finding)
-        evaluation.reasons = rendered(evaluation.findings)
+    ghost = envelope_ghost(envelope)
+    if ghost is not None:
+        evaluation.verdict = Verdict.REJECTED
+        evaluation.findings.insert(0, ghost)
+    evaluation.reasons = rendered(evaluation.findings)
     return envelope

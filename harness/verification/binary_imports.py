@@ -1,0 +1,85 @@
+"""What a built library imports, read from the binary, not from the source text (issue 44): the C++ scan
+(source_scan.py) is a pattern over text, and a macro (`#define FROM(op) torch::stable::op`, an operator's name
+assembled by `#ns "::" #op`) writes PyTorch's compute under a name no pattern reads. The compiler resolves it: the
+library's undefined dynamic symbols (binutils' `nm`) name the ATen operators (`at::_ops::mm::call`), the C shims
+(`aoti_torch_aten_amax`) and the BLAS routines it calls, and where it imports the stable dispatcher
+(`torch_call_dispatcher`) the operator names it passes are string constants in the binary. A name assembled at run
+time is not in the binary: the compute census sees that call when it runs (harness/child/census.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable
+
+from harness.child.census import BOOKKEEPING
+from harness.records import Check, Finding
+
+_ATEN = re.compile(r"^at::_ops::(\w+)::(?:call|redispatch)\b")
+_SHIM = re.compile(r"^aoti_torch_(?:aten|cpu|cuda)_(\w+)$")
+_BLAS = re.compile(r"^(?:cblas_\w+|[sdcz](?:gemm|gemv|symm|syrk|syr2k|trsm|trmm|ger|axpy|dot)_?|mkl_\w+|"
+                   r"openblas_\w+|cublas\w+|cudnn\w+|cusparse\w+|cusolver\w+)$")
+_DISPATCHER = {"torch_call_dispatcher", "aoti_torch_call_dispatcher"}
+_NAMED_OP = re.compile(rb"aten::([a-z_][a-z0-9_]*)(?:\.[a-zA-Z_]+)?")
+_NOT_COMPUTE = BOOKKEEPING | {"pad", "constant_pad_nd", "new_empty", "new_zeros", "empty_like", "fill_"}
+
+
+def _compute(op: str) -> bool:
+    """An operator (or an overload of one: `add_Tensor`, `empty_memory_format`) that is not bookkeeping."""
+    parts = op.split("_")
+    prefixes = {"_".join(parts[:i]) for i in range(1, len(parts) + 1)} | {op.rstrip("_"), op}
+    return not (prefixes & _NOT_COMPUTE) and not op.startswith(("get_", "sym_", "is_"))
+
+
+def imported_symbols(binary: Path) -> list[str] | None:
+    """The binary's undefined dynamic symbols, demangled (None where `nm` is missing or cannot read it)."""
+    nm = shutil.which("nm")
+    if nm is None:
+        return None
+    try:  # the BSD format ("U name", demangled names hold spaces): every binutils reads it
+        done = subprocess.run([nm, "-D", "--undefined-only", "--demangle", str(binary)],
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    rows = [line.strip().split(" ", 1) for line in done.stdout.splitlines() if line.strip()]
+    return [row[1].split("@")[0].strip() for row in rows if len(row) == 2]
+
+
+def library_calls(binary: Path) -> list[str] | None:
+    """PyTorch's compute and vendor libraries the binary calls, each as `what (how)`; None where unreadable."""
+    symbols = imported_symbols(binary)
+    if symbols is None:
+        return None
+    found: dict[str, None] = {}
+    for symbol in symbols:
+        aten, shim = _ATEN.match(symbol), _SHIM.match(symbol)
+        if aten and _compute(aten.group(1)):
+            found[f"aten::{aten.group(1)} (ATen)"] = None
+        elif shim and _compute(shim.group(1)):
+            found[f"{symbol} (PyTorch's C shim)"] = None
+        elif _BLAS.match(symbol):
+            found[f"{symbol} (a BLAS or vendor library)"] = None
+    if _DISPATCHER & set(symbols):
+        for name in sorted({m.group(1).decode() for m in _NAMED_OP.finditer(binary.read_bytes())}):
+            if _compute(name):
+                found[f"aten::{name} (through the stable dispatcher)"] = None
+    return list(found)
+
+
+def binary_findings(builds: Iterable[dict[str, Any]]) -> list[Finding]:
+    """`library-compute` for each built binary that calls PyTorch's compute or a vendor library (what it decides is
+    the registry's row: strict refuses it; otherwise the census and the work share judge what it costs)."""
+    findings = []
+    for build in builds:
+        binary = Path(str(build.get("binary") or ""))
+        if not build.get("binary") or not binary.is_file():
+            continue
+        calls = library_calls(binary)
+        if calls:
+            findings.append(Finding(Check.LIBRARY_COMPUTE, f"the built library {binary.name} imports PyTorch's compute "
+                                    f"or a vendor library (read from its binary): {', '.join(calls[:8])}"))
+    return findings
