@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable
 
-from harness.child.census import BOOKKEEPING
 from harness.records import Check, Finding
+from harness.verification.bookkeeping import BOOKKEEPING
 
 _ATEN = re.compile(r"^at::_ops::(\w+)::(?:call|redispatch)\b")
 _SHIM = re.compile(r"^aoti_torch_(?:aten|cpu|cuda)_(\w+)$")
