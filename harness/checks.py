@@ -129,6 +129,10 @@ ROWS: tuple[Row, ...] = (
         "the timer holds all the work"),
     Row(Check.THREADS, "tampering", EVERY, "threads started, left running, or a changed thread count (also "
         "static)", "the candidate gets the CPUs the reference gets"),
+    Row(Check.PRECISION_SETTINGS, "tampering", EVERY, "the candidate's process changed its precision settings (TF32, "
+        "the float32 matmul precision, reduced-precision reductions: harness/values/precision.py) or started with "
+        "others than the reference was computed with (also static: `precision`)",
+        "both sides compute and are timed at the same precision"),
     Row(Check.PROCESSES, "tampering", EVERY, "the candidate's cgroup holds more processes when its calls are over "
         "than after it loaded (also static: imports of process modules)",
         "no process of the candidate works while it is not timed", "processes", needs="cgroup v1 or v2 writable"),

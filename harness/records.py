@@ -101,6 +101,7 @@ class Check(StrEnum):
     WORK_AFTER_RETURN = "work-after-return"
     THREADS = "threads"
     PROCESSES = "processes"
+    PRECISION_SETTINGS = "precision-settings"
     DISGUISED = "disguised"
     HELD_OUTPUT = "held-output"
     TIMING = "timing"

@@ -115,13 +115,13 @@ def precision_findings(snapshots: dict[str, dict[str, str]], reference: dict[str
     start = snapshots.get("start")
     started_apart = settings_differences(reference, start)
     if started_apart:
-        return [f"precision: the candidate's process started with other precision settings than the reference was "
+        return [f"precision-settings: the candidate's process started with other precision settings than the reference was "
                 f"computed with ({'; '.join(started_apart)}): the harness's processes disagree, so nothing is "
                 "compared or timed under unequal settings"]
     for moment, settings in snapshots.items():
         differences = settings_differences(start, settings)
         if differences:
-            return [f"precision: the candidate changed its process's precision settings, read {_MOMENTS.get(moment, moment)} "
+            return [f"precision-settings: the candidate changed its process's precision settings, read {_MOMENTS.get(moment, moment)} "
                     f"({'; '.join(differences)}): the reference computes and is timed without them"]
     return []
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from harness import EvalPolicy, evaluate
+from harness.records import Check
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE, relu_variant
 
@@ -15,20 +16,23 @@ pytestmark = pytest.mark.slow
 QUICK = EvalPolicy(timing_budget_s=0.1, envelope=False, process_pairs=1)
 
 
+@pytest.mark.proves(Check.PRECISION_SETTINGS)
 def test_a_setting_changed_at_import_is_rejected() -> None:
     source = relu_variant("return relu_ext.relu_forward(x)",
                           prelude="torch.backends.cudnn.allow_tf32 = not torch.backends.cudnn.allow_tf32\n")
     evaluation = evaluate(find_bundled("relu"), source, "cpu", QUICK)
     assert evaluation.verdict.value == "rejected", evaluation.reasons
-    assert evaluation.reasons[0].startswith("[precision] the candidate changed its process's precision settings")
+    assert evaluation.reasons[0].startswith("[precision-settings] the candidate changed its process's precision")
     assert "cudnn.allow_tf32" in evaluation.reasons[0]
 
 
+@pytest.mark.proves(Check.PRECISION_SETTINGS)
 def test_a_setting_changed_inside_forward_is_rejected() -> None:
     """The second way: a call, made by forward, at the first checked call rather than at import."""
     source = relu_variant('torch.set_float32_matmul_precision("medium")\nreturn relu_ext.relu_forward(x)')
     evaluation = evaluate(find_bundled("relu"), source, "cpu", QUICK)
     assert evaluation.verdict.value == "rejected", evaluation.reasons
+    assert evaluation.reasons[0].startswith("[precision-settings]")
     assert "float32_matmul_precision highest -> medium" in evaluation.reasons[0]
 
 
