@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent.prompts import Attempt
-from harness import Evaluation
+from harness.records import Evaluation
 
 
 @dataclass

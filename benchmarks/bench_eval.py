@@ -27,7 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import EvalPolicy, Evaluation, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Evaluation
 from kernelbench.bundled import bundled_candidate, find_bundled
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -22,7 +22,8 @@ from typing import Any, Callable
 
 import torch
 
-from harness import EvalPolicy, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
 from harness.isolation.timing_slot import timing_cpus
 from harness.paths import home
 from harness.values.modules import module_from_file

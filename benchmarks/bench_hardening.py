@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from harness import EvalPolicy, Evaluation, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Evaluation
 from kernelbench.bundled import bundled_candidate, find_bundled
 
 HEADING = "# What the hardening costs: plain vs hardened evaluations"

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 from agent.search.population import Archive, Member
 from agent.search.tuning import TuneBudget, tune
-from harness import EvalPolicy, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
 from harness.execution.executor import open_executor
 from kernelbench.bundled import bundled_candidate, bundled_tunable, find_bundled
 from kernelbench.problem import ProblemError

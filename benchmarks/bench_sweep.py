@@ -21,7 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import EvalPolicy, Verdict
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.bundled import CANDIDATES_ROOT, PROBLEMS_ROOT, bundled_candidate
 from kernelbench.problem import Problem, load_problems
 from agent.run_spec import ModelSpec
@@ -48,7 +49,7 @@ def _sweep(problems: list[Problem], workers: int, cache: str, db: str, budget_s:
 def _shared_header(root: str, full: Problem) -> float:
     """Build the header for a full-form candidate's flags (one cold evaluation gives them), link it into both cold
     caches; its seconds."""
-    from harness import evaluate
+    from harness.pipeline import evaluate
     from harness.compilation.pch import PrecompiledHeaders
     from harness.isolation.sandbox import Limits
 

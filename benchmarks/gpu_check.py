@@ -41,7 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 from bench_fidelity import independent_speedup  # noqa: E402
-from harness import EvalPolicy, evaluate  # noqa: E402
+from harness.pipeline import evaluate  # noqa: E402
+from harness.policy import EvalPolicy  # noqa: E402
 from harness.paths import home  # noqa: E402
 from kernelbench.bundled import bundled_candidate, bundled_problems  # noqa: E402
 from kernelbench.problem import Problem, problem_from_source  # noqa: E402

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness import EvalPolicy, Evaluation, evaluate
+from harness.pipeline import Progress, evaluate
+from harness.policy import EvalPolicy
+from harness.records import Evaluation
 from harness.device import device_notice, resolve_device
-from harness.pipeline import Progress
 from harness.execution.profile import profile_accepted
 from harness.shipping.envelope import attach_envelope
 from kernelbench.bundled import resolve_problem

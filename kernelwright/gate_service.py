@@ -8,12 +8,12 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable
 
-from harness import EvalPolicy, Evaluation
+from harness.policy import EvalPolicy
+from harness.records import Evaluation, Verdict
 from harness.device import resolve_device
 from harness.pipeline import candidate_hash
 from harness.execution.eval_task import EvalTask
 from harness.execution.executor import open_executor
-from harness.records import Verdict
 from kernelbench.bundled import PROBLEMS_ROOT
 from kernelbench.matching import match_solution
 from kernelbench.shrink import shrink_problem

@@ -17,7 +17,7 @@ from agent.pricing import PRICE_FORMAT, PriceTable
 from agent.recorder import RunRecorder, stored_problem, stored_spec
 from agent.run_spec import DEFAULT_MODEL, Execution, ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from harness.device import DeviceError, resolve_device
 from harness.execution.eval_task import Executor, ExecutorUnavailable
 from harness.execution.executor import open_executor

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from harness import Evaluation
+from harness.records import Evaluation
 from harness.feedback.failure_digest import digest_reason, headline
 from kernelbench.problem import Problem, problem_label
 from kernelwright.cli_boundary import note, stderr

@@ -15,10 +15,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import EvalPolicy, Evaluation, checks_version
+from harness.decision.version import checks_version
+from harness.policy import EvalPolicy
+from harness.records import Evaluation, Verdict
 from harness.device import resolve_device
 from harness.execution.eval_task import ExecutorUnavailable
-from harness.records import Verdict
 from kernelwright.eval_service import UsageError
 from kernelwright.gate_service import GateInterrupted, GateOutcome, Progress, _tampering, evaluate_all
 from kernelwright.interrupts import Interrupted

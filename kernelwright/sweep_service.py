@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 from agent.config import OptimizeConfig
 from agent.run_spec import Execution, ModelSpec, SweepConfig, SweepSpec
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from harness.device import device_notice, resolve_device
 from harness.execution.eval_task import Executor, ExecutorUnavailable
 from harness.execution.executor import default_workers, open_executor

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness import EvalPolicy, Evaluation, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Evaluation
 from regions.compose import Accepted, compose
 from regions.model_file import ModelFile
 

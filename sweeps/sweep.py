@@ -18,10 +18,10 @@ from agent.llm import ChatModel
 from agent.loop import Optimizer
 from agent.recorder import RunRecorder
 from agent.run_spec import ModelSpec, ProblemRef, RunSpec, SweepConfig, SweepSpec
-from harness import EvalPolicy, Evaluation
+from harness.policy import EvalPolicy
+from harness.records import Evaluation, Unjudged, Verdict
 from harness.execution.eval_task import EvalTask, Executor, own_seconds
 from harness.execution.profile import kernels_of
-from harness.records import Unjudged, Verdict
 from kernelbench.matching import solutions_by_problem
 from kernelbench.problem import Problem
 from reports.metrics import by_level

@@ -6,7 +6,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from harness import evaluate
+from harness.pipeline import evaluate
 from harness.execution.eval_task import EvalTask
 from harness.records import Evaluation
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import Problem
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from kernelwright.optimize_service import run_optimize
 from store import EvaluationRow, LLMCallRow, open_store
 from tests.agent.fake_executor import coder_reply, judge_reply

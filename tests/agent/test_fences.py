@@ -13,7 +13,9 @@ import pytest
 
 from agent.loop import _attempt
 from agent.prompts import Attempt, inert, judge_messages, quoted, repair_messages
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.bundled import find_bundled
 from tests.conftest import relu_variant
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.problem import problem_from_source
 from tests.conftest import RELU_CANDIDATE, relu_variant
 from tests.harness.test_audits_second_forms import MATMUL64, WHERE_RELU, _matmul

@@ -26,8 +26,9 @@ from __future__ import annotations
 import pytest
 
 import harness.pipeline as pipeline
-from harness import EvalPolicy, Verdict, evaluate
-from harness.records import Evaluation
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Evaluation, Verdict
 from tests.conftest import relu_variant
 # the first forms' problems: a ReLU written the long way round (the library's relu is ~2-3x faster than it), and a
 # float64 matmul cast back (the library's float32 matmul is faster and inside the tolerance; no ReLU kernel computes it)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.bundled import find_bundled
 from tests.conftest import CUDA_CANDIDATES
 

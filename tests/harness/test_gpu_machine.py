@@ -7,7 +7,9 @@ import uuid
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from harness.isolation.cgroups import ControlGroup
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE, relu_variant

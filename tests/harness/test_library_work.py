@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.records import Verdict
 from tests.conftest import relu_variant
 from tests.harness.test_runtime_compute import FAST, MATMUL64, RELU, STRICT
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
 from harness.records import Check
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE, relu_variant

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.bundled import bundled_candidate, find_bundled
 from kernelbench.problem import problem_from_source
 from tests.conftest import relu_variant

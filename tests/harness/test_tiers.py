@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from harness import EvalPolicy, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
 from kernelbench.bundled import find_bundled
 from rewards.reward import reward_of

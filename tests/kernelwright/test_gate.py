@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from harness import EvalPolicy, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
 from kernelbench.bundled import find_bundled
 from store import CandidateRow, open_store, record_evaluation
 from tests.conftest import RELU_CANDIDATE, relu_variant

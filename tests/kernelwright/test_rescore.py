@@ -13,7 +13,8 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from harness import EvalPolicy, checks_version
+from harness.decision.version import checks_version
+from harness.policy import EvalPolicy
 from harness.pipeline import candidate_hash
 from harness.records import Verdict
 from kernelbench.bundled import find_bundled

@@ -152,7 +152,7 @@ def test_ctrl_c_during_the_envelope_leaves_the_run_interrupted_with_its_resume_c
 
 
 def test_a_long_cpu_evaluation_is_announced_with_the_shrink_hint() -> None:
-    from harness import EvalPolicy
+    from harness.policy import EvalPolicy
     from kernelbench.problem import problem_from_source
     from kernelwright.eval_service import cost_note
     from tests.kernelbench.test_shrink import TIED_GEMM

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from harness.verification.static_check import check_candidate
 from kernelbench.problem import load_problem
 from kernelwright.export_op import _signatures

@@ -114,7 +114,7 @@ def test_rationale_drops_code() -> None:
 def test_export_from_a_scripted_run_loads_with_datasets(tmp_path: Path) -> None:
     datasets = pytest.importorskip("datasets")
     from agent.config import OptimizeConfig
-    from harness import EvalPolicy
+    from harness.policy import EvalPolicy
     from agent.run_spec import ModelSpec
     from kernelwright.optimize_service import run_optimize
     from tests.agent.scripts import relu_repair_script

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from harness.compilation.build_service import BuildService
 from harness.compilation.cuda_compile import SCRIPT, plan_compile_only
 from harness.compilation.pch import PrecompiledHeaders

@@ -7,8 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from harness import EvalPolicy, checks, checks_version
+from harness import checks
 from harness.decision import version
+from harness.decision.version import checks_version
+from harness.policy import EvalPolicy
 
 
 def test_the_version_is_a_stable_digest_of_the_checks_and_the_policy() -> None:

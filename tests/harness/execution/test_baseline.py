@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from harness.execution.baseline import measure_baselines, time_references
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import Problem

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from harness.execution.baseline import _unequal_settings, time_references
 from harness.values.precision import precision_settings
 from kernelbench.bundled import find_bundled

@@ -78,7 +78,8 @@ def test_a_metric_ncu_cannot_collect_is_dropped_not_sent_as_text() -> None:
 
 
 def test_profiling_on_another_device_is_a_reason(tmp_path: Path) -> None:
-    from harness import EvalPolicy, evaluate
+    from harness.pipeline import evaluate
+    from harness.policy import EvalPolicy
     from harness.execution.profile import profile_accepted
     from kernelbench.bundled import find_bundled
 

@@ -13,9 +13,10 @@ from typing import Iterator
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Check, Verdict
 from harness.paths import build_cache_dir, home
-from harness.records import Check
 from kernelbench.bundled import find_bundled
 from tests.conftest import relu_variant
 

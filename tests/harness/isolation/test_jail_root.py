@@ -106,7 +106,9 @@ def test_a_candidate_finds_nothing_outside_by_walking_from_its_own_code(planted:
 def test_an_honest_candidate_still_builds_loads_and_is_accepted() -> None:
     """The control: the bundled ReLU (a build in the jail, its binary copied into the scratch folder) and the
     record says the jail's root held."""
-    from harness import EvalPolicy, Verdict, evaluate
+    from harness.pipeline import evaluate
+    from harness.policy import EvalPolicy
+    from harness.records import Verdict
     from kernelbench.bundled import find_bundled
 
     evaluation = evaluate(find_bundled("relu"), relu_variant("return relu_ext.relu_forward(x)"), "cpu",

@@ -13,7 +13,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from kernelbench.bundled import find_bundled
 from tests.conftest import relu_variant
 

@@ -16,7 +16,8 @@ import pytest
 
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
-from harness import EvalPolicy, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
 from harness.child.child_run import run_in_child
 from harness.isolation.cgroups import build_freezers
 from harness.isolation.sandbox import Limits

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from harness.child.child_run import run_in_child
 from harness.isolation.session import CHILD_PROGRAM
 from kernelbench.bundled import find_bundled

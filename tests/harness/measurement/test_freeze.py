@@ -12,9 +12,10 @@ import os
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Check, Verdict
 from harness.defences import DEFENCES_OFF
-from harness.records import Check
 from kernelbench.bundled import find_bundled
 
 pytestmark = pytest.mark.slow

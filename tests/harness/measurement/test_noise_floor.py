@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from harness.measurement.noise import Load, noise_findings, significant, widened
 from harness.measurement.self_check import self_check_policy, self_check_source
 from kernelbench.bundled import bundled_candidate, find_bundled

@@ -8,12 +8,13 @@ import math
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Finding, Verdict
 from harness.decision.timing_reading import read_timing
 from harness.measurement.noise import rerun_interval, t975, widened
 from harness.measurement.timed_calls import TimedRun, combined
 from harness.paired_timing import set_policy
-from harness.records import Finding
 from kernelbench.bundled import bundled_candidate, find_bundled
 
 FLOOR = (0.97, 1.03)

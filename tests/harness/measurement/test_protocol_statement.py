@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 import harness.pipeline as pipeline
-from harness import EvalPolicy, Verdict, evaluate
-from harness.records import Check
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Check, Verdict
 from kernelbench.bundled import find_bundled
 from tests.conftest import RELU_CANDIDATE
 

@@ -11,8 +11,9 @@ import shutil
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
-from harness.records import Check
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Check, Verdict
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import problem_from_source
 from tests.conftest import REPO, relu_variant

@@ -148,7 +148,7 @@ def test_a_candidate_that_skips_the_small_term_of_a_slow_problem_is_credited_not
     """The attack the shrunk copy stops: relu(x) without the conv that contributes under the tolerance, on a
     problem too slow to check part by part at its own sizes. Without the copy the parts past the budget went
     unchecked (46-47x accepted on a large problem, issue 31)."""
-    from harness import evaluate
+    from harness.pipeline import evaluate
     from harness.records import Verdict
 
     problem = _slow()

@@ -94,7 +94,7 @@ def test_a_large_magnitude_trial_breaks_a_softmax_without_max_subtraction() -> N
 def test_a_correct_candidate_on_a_degenerate_problem_gets_no_speedup() -> None:
     """The canaries are checked on a thread while the candidate runs: the verdict still waits for them, and a
     degenerate problem is never timed."""
-    from harness import evaluate
+    from harness.pipeline import evaluate
     from harness.records import Verdict
 
     softmax_of_one = _problem("torch.softmax(x, dim=1)", "torch.randn(64, 1)")
@@ -196,7 +196,7 @@ def test_a_trivial_answer_to_a_degenerate_problem_is_credited_nothing() -> None:
     """ones_like instead of a softmax over one column: right on every trial. Defence off (`trivial_canaries`):
     accepted at 9.5x and 15.9x (measured, two budgets), with no reason but the note that it has no custom
     kernel."""
-    from harness import evaluate
+    from harness.pipeline import evaluate
     from harness.records import Verdict
 
     softmax_of_one = _problem("torch.softmax(x, dim=1)", "torch.randn(262144, 1)")
@@ -213,7 +213,7 @@ def test_a_candidate_that_skips_a_term_under_the_tolerance_is_credited_nothing()
     """relu(x) without the `1e-7 * conv(x)` the reference adds: within tolerance on every trial. Defence off
     (`term_ablation`: the term canaries and the ablation check): accepted at 2.5-2.8x (measured), with no
     reason but the note that it has no custom kernel."""
-    from harness import evaluate
+    from harness.pipeline import evaluate
     from harness.records import Verdict
 
     problem = problem_from_source(BRANCH_UNDER_TOLERANCE, "branch")

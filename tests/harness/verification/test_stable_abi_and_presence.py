@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Verdict
 from harness.verification.static_check import check_candidate
 from kernelbench.bundled import find_bundled
 from tests.conftest import CPU_CANDIDATES, RELU_CANDIDATE
