@@ -182,7 +182,10 @@ def rules(policy: EvalPolicy, contract: str = "file") -> str:
 REPLY_FILE = "Reply with your reasoning, then the whole file in one ```python code block."
 
 
-_COPY = 0.9  # the share of tokens a candidate shares with an example (in order) that makes it a copy
+_COPY = 0.95  # the share of tokens a candidate shares with an example (in order) that makes it a copy: the
+# 0.5B's copies measure 0.99-1.0, the example with a renamed op and an added check 0.96-0.98; the bundled ReLU
+# candidate, which the example was cut from, 0.92
+EXAMPLE_NOTE = "[example] this kernel is the contract's worked example"
 
 
 def _tokens(source: str) -> list[str]:

@@ -11,7 +11,7 @@ from typing import Callable, TypeVar
 
 from agent.advice import checked_advice
 from agent.config import OptimizeConfig
-from agent.contract import direction
+from agent.contract import EXAMPLE_NOTE, direction, example_copy
 from agent.llm import ChatModel, EndpointUnreachable, LLMError, LLMReply, Message
 from agent.outcomes import Outcome, RunResult
 from agent.parse import JudgeAdvice, ParseError, UnusableAdvice, parse_judge
@@ -145,7 +145,7 @@ class Optimizer:
         its winner, evaluated in full, joins the round."""
         tuned_outcomes = []
         for outcome in outcomes:
-            if not outcome.attempt.accepted or self.recorder.stopped:
+            if not outcome.attempt.found or self.recorder.stopped:
                 continue
             started = time.perf_counter()
             tuned, lines = self.tuner.after(round_, outcome.slot, outcome.attempt.source)
@@ -161,14 +161,15 @@ class Optimizer:
         if self.archive is None:
             return
         for o in outcomes:
-            if o.attempt.accepted and o.attempt.speedup is not None:
+            if o.attempt.found:
                 self.archive.add(Member(candidate_hash(o.attempt.source), o.attempt.source, o.attempt.speedup,
                                         signature(o.attempt.source), payload=o.attempt))
 
     def _repair(self, round_: int, outcome: Outcome) -> list[Outcome]:
         """Direct fixes of a candidate that failed to build or run: the coder gets its kernel and the error back,
         up to `repair_attempts` times, before the judge is asked; every attempt is evaluated and recorded. A
-        fix that repeats a kernel already tried, or a reply without a file, ends the chain."""
+        fix that sends back the file it was to fix is told so once; one that still repeats a kernel already tried,
+        or a reply without a file after its re-ask, ends the chain."""
         repairs: list[Outcome] = []
         failed, tried = outcome.attempt, {candidate_hash(outcome.attempt.source)}
         for repair in range(1, self.config.repair_attempts + 1):
@@ -295,8 +296,10 @@ class Optimizer:
                      focus: Attempt | None) -> list[str | Attempt]:
         """The round's coder calls are independent: they run at the same time (a replaying model, whose replies
         are matched in call order, is asked one call at a time)."""
+        kernels = [(source, speedup) for source, speedup in self.recorder.accepted_kernels()
+                   if example_copy(source) is None]  # an example copy is never shown as an earlier kernel
         exemplars = [Exemplar(source, speedup) for source, speedup in
-                     select_exemplars(self.recorder.accepted_kernels(), self.config.exemplars)]
+                     select_exemplars(kernels, self.config.exemplars)]
         context = self._context()
         diverse = round_ == 0 and self.config.candidates > 1 and self.config.diverse_first_round
         messages = [coder_messages(self.problem, self.config.device, advice, focus, exemplars, context,
@@ -323,7 +326,9 @@ class Optimizer:
         if reply is None:
             return Attempt(source="", verdict=Unjudged.LLM_ERROR, reasons=["the coder call failed (see the transcript)"])
         reading = self._read(round_, purpose, reply, messages)
-        if reading.source is not None:
+        resumed_reask = reply.finish_reason is None and \
+            self.recorder.finished_call(round_, f"{purpose}+", slot) is not None  # replayed: as the run did then
+        if reading.source is not None and not resumed_reask:
             return self._formatted(round_, reading.source)
         self.say(f"round {round_ + 1}: {purpose} {slot + 1}: {reading.reason}; asking again")
         self.recorder.note(round_, purpose, f"{reading.reason}; asked again: {reading.reask}")
@@ -332,10 +337,11 @@ class Optimizer:
         second = self._read(round_, purpose, again, messages) if again is not None else None
         if second is not None and second.source is not None:
             return self._formatted(round_, second.source)
-        if reading.fallback is not None:  # the cut-off reply's complete file: better than nothing
+        fallback = reading.fallback or reading.source
+        if fallback is not None:  # the cut-off reply's complete file: better than nothing
             self.recorder.note(round_, purpose, "no file in the second reply: the cut-off reply's last complete "
                                                 "file is evaluated")
-            return reading.fallback
+            return fallback
         why = second.reason if second is not None else "the second call failed"
         if second is not None:
             self._format_failed(round_)
@@ -419,6 +425,7 @@ class Optimizer:
             evaluation = known[digest]
             if digest not in recorded:  # the caller is the store's only writer
                 recorded.add(digest)
+                _name_example(source, evaluation)
                 self.seconds["compile"] += build_seconds(evaluation)  # with 2+ workers, the prebuild's
                 self.recorder.evaluation(round_, slot, source, evaluation, repair)
             outcomes.append(Outcome(round_, slot, _attempt(source, evaluation), evaluation, str(path), repair))
@@ -463,12 +470,13 @@ def _concurrently(call: Callable[[int], T], items: list[int]) -> list[T]:
 
 def _attempt(source: str, evaluation: Evaluation) -> Attempt:
     builds = evaluation.build.get("builds", [])
+    copied = example_copy(source) if evaluation.verdict is Verdict.ACCEPTED else None
     return Attempt(source, evaluation.verdict, evaluation.reasons, evaluation.speedup, evaluation.ref_ms,
                    evaluation.candidate_ms, resources=[k for b in builds for k in b.get("resources", [])],
                    roofline=evaluation.roofline, sass=[b["sass"] for b in builds if b.get("sass")],
                    profile=evaluation.metrics,
                    speedup_ci=tuple(evaluation.speedup_ci) if evaluation.speedup_ci else None,  # type: ignore[arg-type]
-                   speedup_significant=evaluation.speedup_significant)
+                   speedup_significant=evaluation.speedup_significant, example=copied)
 
 
 def _focus(best: Outcome | None, outcomes: list[Outcome]) -> Attempt | None:
@@ -545,8 +553,17 @@ def _no_kernel_message(outcomes: list[Outcome]) -> str:
             "transcript")
 
 
+def _name_example(source: str, evaluation: Evaluation) -> None:
+    """A candidate that is the contract's worked example with trivial edits says so in its verdict's notes (it
+    measures the example, not a kernel the run found)."""
+    copied = example_copy(source)
+    note = f"{EXAMPLE_NOTE} ({copied}) with trivial edits: it is not reported as a kernel this run found"
+    if copied and not any(r.startswith(EXAMPLE_NOTE) for r in evaluation.reasons):
+        evaluation.reasons.append(note)
+
+
 def _fastest(outcomes: list[Outcome]) -> Outcome | None:
-    accepted = [o for o in outcomes if o.attempt.accepted and o.attempt.speedup is not None]
+    accepted = [o for o in outcomes if o.attempt.found]
     return max(accepted, key=lambda o: o.attempt.speedup) if accepted else None
 
 

@@ -40,7 +40,9 @@ def prompt_kinds(problem: Problem, device: str) -> dict[str, int]:
     accepted = Attempt(source, Verdict.ACCEPTED, ["[noise] two copies of the reference read 0.985x"], 1.013,
                        0.2311, 0.2334)
     failed = Attempt(source, Verdict.COMPILE_ERROR, ["error: 'TORCH_CHECK' was not declared in this scope"])
+    kernel_only = RunContext(hardware="a CPU", contract="kernel")
     return {"coder round 1": tokens(coder_messages(problem, device, None, None, [], context)),
+            "kernel-only 1": tokens(coder_messages(problem, device, None, None, [], kernel_only)),
             "coder later": tokens(coder_messages(problem, device, None, accepted, [], context)),
             "judge": tokens(judge_messages(problem, device, accepted, "a CPU", context)),
             "repair": tokens(repair_messages(problem, device, failed, context))}

@@ -69,8 +69,15 @@ class Attempt:
     speedup_ci: tuple[float, float] | None = None  # the speedup's 95% interval
     speedup_significant: bool | None = None  # the interval clears 1.0 (and the noise floor)
 
+    example: str | None = None  # the contract's worked example this kernel is, with trivial edits (never "found")
+
     def __post_init__(self) -> None:
         self.verdict = outcome(self.verdict)
+
+    @property
+    def found(self) -> bool:
+        """Accepted, with a speedup, and not a copy of the contract's example: a kernel the run found."""
+        return self.accepted and self.speedup is not None and self.example is None
 
     @property
     def accepted(self) -> bool:
@@ -81,6 +88,9 @@ class Attempt:
         if self.speedup is not None:
             lines.append(_speedup_line(self.speedup, self.ref_ms, self.candidate_ms))
         actionable = [r for r in self.reasons if not r.startswith(_MEASUREMENT_ONLY)]
+        if self.example:
+            lines.append(f"note: this is the contract's worked example ({self.example}) with trivial edits; it does "
+                         "not count as a kernel found: write a kernel of your own for this problem")
         lines += [f"reason:\n{quoted(digest_reason(r, self.source, _REASON_BUDGETS[min(i, 1)]))}"
                   for i, r in enumerate(actionable[:6])]
         lines += [f"kernel {k.get('kernel')}: {k.get('registers')} registers, {k.get('shared_bytes', 0)} B shared, "

@@ -19,15 +19,15 @@ from store import EvaluationRow, LLMCallRow, open_store
 from tests.agent.fake_executor import coder_reply, judge_reply
 from tests.agent.fake_server import ScriptedServer
 from tests.agent.real_executor import EvaluatingExecutor
+from tests.agent.scripts import own_light_relu
 
 pytestmark = pytest.mark.slow
-EXAMPLE = Path(__file__).resolve().parents[2] / "agent" / "examples" / "light_cpu.py"
 ERROR_LINE = "‘TORCH_CHECK’ was not declared in this scope"
 
 
 def torch_check_kernel() -> str:
     """The bundled CPU example with one `torch/extension.h` habit: TORCH_CHECK (the stable ABI's is STD_TORCH_CHECK)."""
-    source = EXAMPLE.read_text().replace("kw_relu", "kw_relu_check")
+    source = own_light_relu("kw_relu_check")  # not the contract's example: a copy of it is never a kernel found
     return source.replace("    const int64_t n = input.numel();",
                           '    TORCH_CHECK(input.numel() > 0, "empty input");\n    const int64_t n = input.numel();')
 

@@ -8,9 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import select
+
 from agent.config import OptimizeConfig
 from agent.run_spec import ModelSpec
 from kernelwright.optimize_service import run_optimize
+from store import EvaluationRow, open_store
 from tests.agent.fake_executor import fake_kernel
 from tests.agent.fake_server import ScriptedServer
 from tests.agent.recorded import ContentExecutor, reply
@@ -98,6 +101,11 @@ def test_a_cut_off_reply_whose_re_ask_fails_too_keeps_its_complete_file(tmp_path
     summary, server = _serve(tmp_path, steps, executor, rounds=1)
     assert len(server.requests) == 2 and len(executor.submitted) == 1
     assert "relu_forward" in executor.submitted[0].source  # the complete block the cut-off reply held
+    # ... which is the contract's ReLU example, copied: named so in its verdict's notes, never the run's kernel
+    assert summary["best"] is None
+    with open_store(f"sqlite:///{tmp_path / 'recorded.db'}")() as session:
+        [reasons] = [row.reasons for row in session.scalars(select(EvaluationRow))]
+    assert any(r.startswith("[example] this kernel is the contract's worked example (ReLU)") for r in reasons)
 
 
 def test_a_lone_cpp_op_is_wrapped_and_evaluated_without_a_re_ask(tmp_path: Path) -> None:
@@ -155,3 +163,56 @@ def test_the_time_limit_stops_a_call_in_flight_and_the_run_says_its_cost_first(t
     assert server.requests[0]["body"]["max_completion_tokens"] == 700
     estimate = next(line for line in said if line.startswith("prompts: about"))
     assert "tokens per coder call" in estimate and "capped at 700 tokens" in estimate and "600 s" in estimate
+
+
+def test_example_copies_are_named_and_honest_kernels_are_not() -> None:
+    from agent.contract import example_copy
+    from agent.parse import extract_candidate
+    from agent.wrapper import cpp_op, wrap_op
+    from kernelbench.bundled import find_bundled
+
+    assert example_copy(extract_candidate(reply("ReLU", "coder", 1)["content"])) == "ReLU"
+    assert example_copy(extract_candidate(reply("Scale_Tanh", "repair1", 1)["content"])) == \
+        "a weighted sum over one dimension"
+    wrapped = wrap_op(find_bundled("relu"), cpp_op(reply("ReLU", "coder", 0, "1.5B")["content"]), "cpu")
+    assert example_copy(wrapped) is None  # the 1.5B's own op, though written after the example's
+    bundled = Path(__file__).resolve().parents[2] / "kernelbench" / "bundled" / "candidates"
+    assert [f.name for f in sorted(bundled.rglob("*.py")) if example_copy(f.read_text())] == []
+
+
+def test_every_recorded_reply_that_holds_a_kernel_yields_one_to_evaluate() -> None:
+    """Of the 7 recorded coder replies, 5 hold a kernel (3 of them a copy of the contract's example) and all 5 now
+    give one to evaluate (before: 3, the lone C++ op was discarded); the 2 echoes hold none and are re-asked."""
+    from agent.replies import read_reply
+    from kernelbench.bundled import find_bundled
+    from tests.agent.recorded import recorded
+
+    yielded, reasked = [], []
+    for entry in [r for r in recorded() if r["purpose"] != "judge"]:
+        problem = find_bundled(entry["problem"].split("/")[-1])
+        reading = read_reply(entry["reply"], entry["finish_reason"], entry["completion_tokens"], problem, "cpu",
+                             prompt="")
+        (yielded if (reading.source or reading.fallback) else reasked).append(entry)
+        assert reading.source or reading.reask  # never a silent loss
+    assert len(yielded) == 5 and len(reasked) == 2
+    assert all(e["reply"].startswith("<evaluation-output>") for e in reasked)
+
+
+def test_the_kernel_only_contract_asks_for_the_op_and_the_harness_writes_the_file(tmp_path: Path) -> None:
+    executor = ContentExecutor(lambda s: "accepted 1.1")
+    summary, server = _serve(tmp_path, [("reply", reply("ReLU", "coder", 0, "1.5B"))], executor, rounds=1,
+                             contract="kernel")
+    prompt = _prompt(server, 0)
+    assert "Write only the C++ op" in prompt and "Name each argument after one of these values: Tensor x" in prompt
+    assert prompt.rstrip().endswith("in one ```cpp code block.") and "class ModelNew(nn.Module)` taking" not in prompt
+    assert "torch.ops.kw_relu.kw_relu(x)" in executor.submitted[0].source and summary["best"]["speedup"] == 1.1
+
+
+def test_two_replies_in_a_row_without_a_file_switch_to_the_kernel_only_contract(tmp_path: Path) -> None:
+    echo = reply("ReLU", "coder", 2)
+    steps = [("reply", echo)] * 4 + [("reply", reply("ReLU", "coder", 0, "1.5B"))]
+    summary, server = _serve(tmp_path, steps, ContentExecutor(lambda s: "accepted 1.1"), rounds=3)
+    assert len(server.requests) == 5
+    assert "Write only the C++ op" not in _prompt(server, 2) and "Write only the C++ op" in _prompt(server, 4)
+    assert any("kernel-only contract" in note for note in _notes(summary))
+    assert summary["best"]["speedup"] == 1.1

@@ -18,14 +18,14 @@ from kernelwright.optimize_service import run_optimize
 from store import LLMCallRow, open_store
 from tests.agent.fake_executor import coder_reply, judge_reply
 from tests.agent.real_executor import EvaluatingExecutor
+from tests.agent.scripts import own_light_relu
 
 pytestmark = pytest.mark.slow
-EXAMPLE = (Path(__file__).resolve().parents[2] / "agent" / "examples" / "light_cpu.py").read_text()
 
 
 def typical_replies() -> list[dict[str, str]]:
     """Three files, as a model trained on torch/extension.h code writes them, and a judge reply after each."""
-    base = EXAMPLE.replace("kw_relu", "kw_relu_typical")
+    base = own_light_relu("kw_relu_typical")  # not the contract's example: a copy of it is never a kernel found
     checked = base.replace("    const int64_t n = input.numel();",
                            '    TORCH_CHECK(input.numel() > 0, "empty");\n    const int64_t n = input.numel();')
     pointer = checked.replace("TORCH_CHECK(", "STD_TORCH_CHECK(").replace(
