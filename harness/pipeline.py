@@ -24,6 +24,7 @@ from harness.child.scratch import read_result, save_inputs, scratch_folder, scra
 from harness.child.verdicts import integrity_failures, log_tail, read_events
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import CORRECTNESS, child_ended, decide, timing_samples
+from harness.decision.remeasured import keep_the_lower
 from harness.decision.timing_reading import timing_record
 from harness.decision.version import checks_version
 from harness.defences import is_off
@@ -118,8 +119,7 @@ def _remeasure(first: Evaluation, first_facts: Facts, problem: Problem, source: 
     second.findings.append(Finding(Check.RE_MEASURED, f"first measurement {first.speedup:.2f}x was above "
                                    f"{policy.implausible_speedup:g}x; this is a second, fresh-process measurement",
                                    fatal=False))
-    if second.accepted and first.speedup and second.speedup:
-        second.speedup = min(first.speedup, second.speedup)  # report the less flattering of the two
+    keep_the_lower(second, first)  # the less flattering measurement, speedup, interval and times together
     for name, seconds in first.phase_seconds.items():
         second.phase_seconds[f"first_{name}"] = seconds
     return second

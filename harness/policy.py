@@ -22,8 +22,9 @@ class EvalPolicy(BaseModel):
                        "in one process pair, for ranking variants and population members only (see screening()): "
                        "its numbers never reach the store's results, a report, a reward or the gate.")
 
-    trials: int = Field(5, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
-                        "trial k draws from distribution k mod 5 (default, uniform, heavy-tailed, spiky, large).")
+    trials: int = Field(7, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
+                        "trial k draws from distribution k mod 7 (default, uniform, heavy-tailed, spiky, large, "
+                        "block-scaled, sorted ramp).")
     atol_fp32: float = Field(1e-4, description="Absolute tolerance for float32 outputs (rtol is the same).")
     atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
     static_policy: Literal["strict", "default", "off"] = Field(
@@ -56,6 +57,11 @@ class EvalPolicy(BaseModel):
                             "ones included): past it every build is refused and the verdict says so.")
     build_budget_s: float = Field(1800.0, gt=0, description="Most wall time all of one evaluation's builds may take "
                                   "together (the run clock pauses while building, so this is what bounds them).")
+    build_output_mb: int = Field(256, ge=16, description="What one extension build may write (its work folder, "
+                                 "any one file stopped by the kernel past it): over it, the build is a compile error.")
+    build_cache_mb: int = Field(8192, ge=64, description="The build cache's entries together: past it, after a new "
+                                "build, the entries used longest ago are evicted (never the running evaluation's, nor "
+                                "one used in the last 30 minutes).")
     scratch_limit_mb: int = Field(1024, ge=16, description="What the candidate may write to its scratch folder, "
                                   "enforced by the kernel (a tmpfs of this size, where kernelwright runs as root).")
     memory_limit_mb: int = Field(8192, ge=256, description="Memory limit of the candidate's process tree.")
@@ -88,9 +94,11 @@ class EvalPolicy(BaseModel):
     envelope: bool = Field(True, description="Also check correctness at variants of the problem's own sizes (odd "
                            "sizes, non-multiples of 8/32/128, a smaller and a larger batch) and time the candidate at "
                            "a few (harness/shipping/envelope.py); off for sweeps that only want KernelBench's number.")
-    oracle_multiple: float = Field(100.0, gt=1, description="Name a candidate whose error against a float64 run of the "
-                                   "reference is over this many times the reference's own (an `[oracle]` note; "
-                                   "today's tolerance still decides the verdict).")
+    oracle_multiple: float | None = Field(None, gt=1, description="How many times the reference's own error "
+                                          "against a float64 run of the reference a candidate may have before it "
+                                          "is `incorrect` (`[oracle]`); None: the output dtype's measured factor "
+                                          "(float32 8x, float16/bfloat16 2x, over a floor near the dtype's "
+                                          "rounding: harness/verification/oracle.py, docs/verdicts.md).")
 
     def screening(self) -> "EvalPolicy":
         """This policy's screening tier: the same correctness trials and tolerances, one process pair timed

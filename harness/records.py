@@ -124,6 +124,7 @@ class Check(StrEnum):
     RE_MEASURED = "re-measured"
     # gathered on the way
     DISTRIBUTION = "distribution"
+    PARAMETERS = "parameters"
     NON_FINITE = "non-finite"
     ENVELOPE = "envelope"
     # containments: defences that write no finding of their own (what they stop shows as another check's, or as

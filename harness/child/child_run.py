@@ -38,7 +38,8 @@ def build_service(device: str, policy: EvalPolicy) -> BuildService:
     limits = Limits(timeout_s=policy.build_timeout_s, memory_mb=policy.memory_limit_mb, address_space_limit=False)
     return BuildService(build_cache_dir(), mode, limits,
                         extra_cuda_cflags=["-Xptxas", "-v"] if device == "cuda" else None, cuda_arch=policy.cuda_arch,
-                        max_builds=policy.max_builds, budget_s=policy.build_budget_s)
+                        max_builds=policy.max_builds, budget_s=policy.build_budget_s,
+                        output_mb=policy.build_output_mb, cache_mb=policy.build_cache_mb)
 
 
 @dataclass

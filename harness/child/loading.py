@@ -13,6 +13,7 @@ from harness.child.process import CandidateFailure, note_replacements, short_tra
 from harness.compilation.build_cache import BuildFailed
 from harness.isolation import protocol as P
 from harness.values.integrity import identity_snapshot, thread_state
+from harness.values.parameters import assign
 from harness.values.precision import precision_settings
 
 
@@ -104,6 +105,7 @@ class Loading:
         if self.role == "reference":
             torch.manual_seed(self.job.init_seed)
             self.model = self.problem.Model(*init_inputs).to(self.job.device)
+            assign(self.model, self.payload.get("parameters") or {})
             if command.compile:
                 self.model = compiled_reference(self.model, warm_inputs(self.payload, self.job.device),
                                                 self.job.policy.warmup_calls, self.job.device, command.mode)
@@ -117,6 +119,11 @@ class Loading:
             return self._compiled(candidate)
         self.events.write(phase="construct")
         self.model = build_model(candidate, init_inputs, self.job.init_seed, self.job.device)
+        try:  # (a candidate holding them nowhere keeps its own)
+            assign(self.model, self.payload.get("parameters") or {})
+        except Exception as exc:  # its own parameters' code raised
+            raise CandidateFailure("runtime_error", "setting the redrawn parameters in ModelNew raised:\n"
+                                   + short_traceback(exc)) from None
         return P.Status(settings=self._loaded())
 
     def _loaded(self) -> dict[str, str]:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import time
 import uuid
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterator
 
 from harness.compilation.build_cache import LOG_NAME, build_key, read_log
+from harness.compilation.cache_bounds import evict, folder_mb, touch
 from harness.compilation.compile_slots import compile_slot
 from harness.compilation.compiler_report import parse_ptxas_report
 from harness.compilation.cuda_compile import compile_only_status, plan_compile_only
@@ -34,6 +37,9 @@ _NOT_KEYED = ("name", "build_directory", "verbose", "use_pch", "keep_intermediat
 # flags that make the compiler or linker run code or read a toolchain of the candidate's choosing
 _DANGEROUS_FLAGS = ("-fplugin", "-B", "-wrapper", "-specs", "--sysroot", "-iplugindir", "-Xclang", "-load",
                     "--compiler-bindir", "-ccbin")
+
+
+_FILE_LIMIT = re.compile(r"File too large|File size limit exceeded")  # what a tool stopped by RLIMIT_FSIZE says
 
 
 class BuildRejected(ValueError):
@@ -86,17 +92,20 @@ class BuildService:
     """Serves one evaluation's build requests and records every build for the parent's report."""
 
     def __init__(self, cache_root: Path, mode: str, limits: Limits, extra_cuda_cflags: list[str] | None = None,
-                 cuda_arch: str = "sm_90", max_builds: int = 8, budget_s: float = 1800.0) -> None:
+                 cuda_arch: str = "sm_90", max_builds: int = 8, budget_s: float = 1800.0, output_mb: int = 256,
+                 cache_mb: int = 8192) -> None:
         import torch
 
         self.cache_root = cache_root
         self.mode = mode  # "native" or "nvcc-compile-only-<arch>": part of every key
-        self.limits = limits
+        # a copy: the kernel stops any file of a candidate's build just past the cap (not the headers', 790 MB)
+        self.limits = replace(limits, max_file_mb=min(limits.max_file_mb, output_mb + 1))
         self.extra_cuda_cflags = extra_cuda_cflags or []
         self.cuda_arch = cuda_arch
         self.torch_version = torch.__version__
         self.records: list[dict[str, Any]] = []
         self.max_builds, self.budget_s = max_builds, budget_s
+        self.output_mb, self.cache_mb = output_mb, cache_mb  # one build's output; the cache's entries together
         self.limit_hit: Finding | None = None  # why builds were refused from some point on (the verdict's reason)
         self.headers = PrecompiledHeaders(cache_root, limits)
         remove_stale_builds(cache_root)  # work folders of builds whose parent was killed
@@ -153,6 +162,7 @@ class BuildService:
         except (OSError, ValueError, KeyError, TypeError):
             return None
         record.update(cache_hit=True, log=read_log(folder / LOG_NAME)[-20000:])
+        touch(folder)  # used now: the last to be evicted
         return _served(record, folder, manifest)
 
     def _build(self, kind: str, key: str, arguments: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
@@ -180,6 +190,12 @@ class BuildService:
                         "(--build-timeout); every compiler process was killed", "log": log[-8000:]}
             status = (_native_status(work, plan.binary, outcome, log, bool(arguments.get("is_python_module", True)))
                       if self.mode == "native" else compile_only_status(work, arguments))
+            written = folder_mb(work)  # a file stopped at the kernel's limit (EFBIG, SIGXFSZ) is over the cap too
+            if written > self.output_mb or (not status.get("ok") and _FILE_LIMIT.search(log)):
+                return {"ok": False, "error": f"the build wrote {written:.0f} MB or a file past the kernel's limit "
+                        f"(the log says so), over the {self.output_mb} MB one "
+                        "build may write (build_output_mb): a kernel's binary is a few MB; keep large tables out of "
+                        "the source", "log": log[-8000:]}
             if not status.get("ok"):
                 detail = status.get("error") or f"the build process died ({outcome.returncode})"
                 return {"ok": False, "error": str(detail)[:8000], "log": log[-8000:]}
@@ -257,6 +273,7 @@ class BuildService:
             if cached:
                 return cached
             return {"ok": False, "error": "the build cache entry could not be written"}
+        record["evicted"] = evict(self.cache_root, self.cache_mb, {r["key"] for r in self.records})
         return _served(record, final, manifest)
 
 

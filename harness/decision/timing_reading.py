@@ -28,7 +28,8 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.measurement.noise import noise_findings, rerun_interval, significant, spread, widened
+from harness.measurement.noise import (covering, disagreeing_sets, noise_findings, rerun_interval, significant, spread,
+                                       widened)
 from harness.measurement.timed_calls import TimedRun
 from harness.measurement.timed_checks import PROBE_POSITIONS
 from harness.measurement.timing import believed_samples, speedup_interval, summarize
@@ -106,13 +107,32 @@ def _between_sets(reading: TimingReading, sets: list[TimedRun]) -> None:
     rerun = rerun_interval(speedups, aa_ratios if len(aa_ratios) == len(sets) else [], reading.interval)
     within = reading.within_run
     reading.speedup, reading.interval = rerun.speedup, rerun.interval
+    own = _set_intervals(sets, reading.events)
+    if disagreeing_sets(own):  # the sets' spread is the candidate's, not the noise's: a rerun lands anywhere among them
+        reading.interval = covering(reading.interval, own)
+        reading.noise.append(Finding(Check.NOISE, "the process sets disagree beyond their own noise ("
+                                     + ", ".join(f"{s:.2f}x [{lo:.2f}-{hi:.2f}]" for s, (lo, hi) in zip(speedups, own))
+                                     + f"): the interval is widened to hold every set's, "
+                                     f"[{reading.interval[0]:.2f}-{reading.interval[1]:.2f}], so a rerun is covered"))
     reading.precision.update({
-        "process_sets": len(sets), "set_speedups": [round(v, 4) for v in speedups],
+        "process_sets": len(sets), "sets_disagree": disagreeing_sets(own), "set_speedups": [round(v, 4) for v in speedups],
         "set_aa_ratios": [round(v, 4) for v in aa_ratios], "pids": [list(one.pids) for one in sets],
         "within_run_spread": round(math.sqrt(within[1] / max(within[0], 1e-12)) - 1, 4),
         "between_set_spread": None if rerun.between_sd is None else round(math.expm1(rerun.between_sd), 4),
         "rerun_ci": [round(v, 4) for v in rerun.interval], "rerun_df": rerun.df,
         "floored_by_within_run": rerun.floored})
+
+
+def _set_intervals(sets: list[TimedRun], events: bool) -> list[tuple[float, float]]:
+    """Each set's own interval (its batches' bootstrap), widened by its own A/A spread where its copy ran."""
+    intervals = []
+    for one in sets:
+        ref = one.ref_event_ms if events else one.ref_ms
+        candidate = one.candidate_event_ms if events else one.candidate_ms
+        copy = one.copy_event_ms if events else one.copy_ms
+        own = speedup_interval(ref, candidate)
+        intervals.append(widened(own, speedup_interval(ref, copy)) if copy and len(copy) == len(ref) else own)
+    return intervals
 
 
 def catch_probability(checked_calls: int) -> float:

@@ -135,3 +135,14 @@ def rerun_interval(speedups: list[float], aa_ratios: list[float],
     floored = low >= floor[0] and high <= floor[1]
     return RerunSpread(speedup, (min(low, floor[0]), max(high, floor[1])), math.sqrt(variance), df, floored)
 
+
+
+def disagreeing_sets(set_intervals: list[tuple[float, float]]) -> bool:
+    """Whether two process sets' own intervals (each widened by its own A/A spread) do not overlap: their speedups
+    differ by more than their own noise explains (a candidate whose processes run fast or 3x slow at random)."""
+    return len(set_intervals) > 1 and max(low for low, _ in set_intervals) > min(high for _, high in set_intervals)
+
+
+def covering(interval: tuple[float, float], set_intervals: list[tuple[float, float]]) -> tuple[float, float]:
+    """`interval` widened to hold every set's own interval: a rerun's reading falls among them."""
+    return min(interval[0], *(low for low, _ in set_intervals)), max(interval[1], *(high for _, high in set_intervals))

@@ -4,13 +4,17 @@ the same shapes are filled from other distributions. Each keeps the sample's sig
 domain (positive inputs for `log`, probabilities in [0, 1]) still holds, except the signed variant of `uniform`,
 used wherever the reference stays finite on it, and `large`: the sample scaled to magnitudes up to 1000 where the
 reference handles them (else the sample times 100, in its domain), that numerically unsafe kernels (a softmax
-without max-subtraction, a softplus without its threshold) fail, whatever the problem's own scale."""
+without max-subtraction, a softplus without its threshold) fail, whatever the problem's own scale. Two are
+structured, where parts of a tensor differ (issue 44): `block_scaled` (the sample in 16 contiguous blocks, each
+scaled by its own factor over three decades) and `ramp` (the sample's own values sorted along the tensor): a kernel
+that reads a part and extrapolates (a sum over a subsample, one block's mean for all) fails there."""
 
 from __future__ import annotations
 
 from typing import Any
 
-DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky", "large")
+DISTRIBUTIONS = ("default", "uniform", "heavy_tailed", "spiky", "large", "block_scaled", "ramp")
+_BLOCKS = 16
 _LARGEST = 1000.0  # far past float32 exp()'s overflow at 88.7: a softmax or softplus without its guard fails
 
 
@@ -35,6 +39,8 @@ def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
     elif name == "large" and not keep_sign:  # the widest range a caller sends: |x| up to 1000 whatever the sample's
         fresh = value.double() * (_LARGEST / max(abs(low), abs(high), 1e-30))  # scale ([0, 1] inputs included)
         return fresh.to(device=value.device, dtype=dtype)
+    elif name in ("block_scaled", "ramp"):
+        return _structured(value, name, generator, high)
     elif name == "large":  # large magnitudes: logits around +-100, where an unguarded exp() overflows
         if low >= 0 and high <= 1.0:
             return value  # probabilities: no larger value is in the domain
@@ -49,6 +55,23 @@ def _reshape(value: Any, name: str, generator: Any, keep_sign: bool) -> Any:
         if high <= 1.0:
             fresh = fresh.clamp(0.0, 1.0)
     return fresh.to(device=value.device, dtype=dtype)
+
+
+def _structured(value: Any, name: str, generator: Any, high: float) -> Any:
+    """The sample's own values rearranged (`ramp`: sorted) or scaled block by block (`block_scaled`: factors
+    10^[-2, 1], never above 1 for a sample bounded by 1): the domain holds, parts of the tensor differ."""
+    import torch
+
+    flat = value.detach().reshape(-1).double().cpu()
+    if name == "ramp":
+        fresh = flat.sort().values
+    else:
+        blocks = min(_BLOCKS, flat.numel())
+        top = 0.0 if high <= 1.0 else 1.0
+        exponents = torch.rand(blocks, generator=generator, dtype=torch.float64) * (top + 2.0) - 2.0
+        index = torch.arange(flat.numel()) * blocks // flat.numel()
+        fresh = flat * torch.pow(10.0, exponents)[index]
+    return fresh.reshape(value.shape).to(device=value.device, dtype=value.dtype)
 
 
 def apply_distribution(inputs: list[Any], name: str, seed: int, keep_sign: bool = True) -> list[Any]:

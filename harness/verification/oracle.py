@@ -2,9 +2,13 @@
 the candidate's outputs and of the reference's own outputs against it.
 
 Today's tolerance says whether a candidate is close to the reference; the oracle says how close each of them is to
-the exact answer. A kernel whose error is a hundred times the reference's own is named even inside the tolerance
-(`contract_finding`): it is a worse computation than the one it replaces, whatever the benchmark accepts. NaN/Inf
-parity stays with compare.py: the error here is over the positions where the oracle is finite.
+the exact answer, and it decides (`contract_finding`): a candidate whose error is more than `FACTOR` times the
+reference's own (an error under `FLOOR_EPS` epsilons of the output's dtype counts as that floor, so an exact
+reference does not refuse every honest rounding) is `incorrect`, inside the tolerance or not: it is a less accurate
+computation than the one it replaces (an fp16 sum that reads 1/16 of its input, a term skipped because it is small
+at the benchmark's size). The factor and floor per dtype come from measurements of honest reorderings
+(benchmarks/oracle_factor.py, docs/verdicts.md). NaN/Inf parity stays with compare.py: the error here is over the
+positions where the oracle is finite.
 
 Everything here but `fp64_oracle` is a pure function of tensors; `fp64_oracle` runs a copy of the reference model
 in the parent (the reference is trusted code), under the reference's thread budget.
@@ -19,10 +23,43 @@ from typing import Any, Sequence
 
 from pydantic import BaseModel
 
-from harness.records import Check, Finding
+from harness.records import Check, Finding, Verdict
 from harness.verification.reference import ReferenceRun, reference_threads
 
-DEFAULT_MULTIPLE = 100.0  # how many times the reference's own error a candidate may have before it is named
+# Per output dtype: how many times the reference's own error a candidate may have, and the floor (in epsilons of
+# the dtype) under which an error counts as that floor. Measured (benchmarks/oracle_factor.py, docs/verdicts.md):
+# honest reorderings (blocked, pairwise, sequential float32 and float64 accumulation, fused multiply-add) of sums,
+# matmuls and pointwise ops stay under these; reading 1/4 of an fp16 sum's input does not.
+FACTOR: dict[str, float] = {"float64": 16.0, "float32": 8.0, "float16": 2.0, "bfloat16": 2.0}
+FLOOR_EPS: dict[str, float] = {"float64": 1024.0, "float32": 64.0, "float16": 0.25, "bfloat16": 0.25}
+_FALLBACK = ("float32", "float32")  # another floating dtype: float32's rule
+
+
+def dtype_name(dtype: Any) -> str:
+    """`torch.float16` -> 'float16' (a complex dtype by its real part's name)."""
+    import torch
+
+    if dtype.is_complex:
+        dtype = torch.empty(0, dtype=dtype).real.dtype
+    return str(dtype).removeprefix("torch.")
+
+
+def floor_error(dtype: str, count: int = 1 << 30) -> float:
+    """The error under which any error counts as this: the dtype's `FLOOR_EPS` epsilons, and for an output of few
+    elements (`count`) 1/sqrt(count) epsilons (one honest element rounded to its other neighbour, one ulp off, is
+    that much of a small output's norm)."""
+    import torch
+
+    name = dtype if dtype in FACTOR else _FALLBACK[0]
+    return float(torch.finfo(getattr(torch, name)).eps) * max(FLOOR_EPS[name], max(count, 1) ** -0.5)
+
+
+def allowed_error(reference_relative: float, dtype: str, factor: float | None = None, count: int = 1 << 30) -> float:
+    """The most norm-wise relative error against float64 a candidate may have, with outputs of `dtype` (the
+    smallest `count` elements), where the reference's own is `reference_relative`: `factor` (else the dtype's
+    `FACTOR`) times the larger of that and the floor (`floor_error`)."""
+    name = dtype if dtype in FACTOR else _FALLBACK[0]
+    return (factor or FACTOR[name]) * max(reference_relative, floor_error(name, count))
 
 
 class OracleError(BaseModel):
@@ -31,6 +68,8 @@ class OracleError(BaseModel):
     max_abs: float  # the largest absolute difference at a position where the oracle is finite
     relative: float  # norm-wise: ||got - oracle|| / ||oracle|| (||got - oracle|| where the oracle is all zeros)
     eps: float  # machine epsilon of the least precise output compared: no error below it means anything
+    dtype: str = "float32"  # that output's dtype, whose factor and floor apply (`FACTOR`, `FLOOR_EPS`)
+    count: int = 1 << 30  # the fewest elements of an output compared (a small output's floor is higher)
 
 
 class NumericalContract(BaseModel):
@@ -39,7 +78,7 @@ class NumericalContract(BaseModel):
     candidate: OracleError | None = None
     reference: OracleError | None = None
     skipped: str | None = None
-    multiple: float = DEFAULT_MULTIPLE
+    multiple: float | None = None  # the policy's factor, where it sets one; else the dtype's `FACTOR`
 
     def finding(self) -> Finding | None:
         return contract_finding(self.candidate, self.reference, self.multiple)
@@ -115,8 +154,8 @@ def fp64_oracle(reference: ReferenceRun, threads: int = 1, trials: int | None = 
     return Oracle(outputs)
 
 
-def _tensor_error(got: Any, oracle: Any) -> tuple[float, float, float] | None:
-    """(max abs, norm-wise relative, eps of got's dtype) over the oracle's finite positions; None where they
+def _tensor_error(got: Any, oracle: Any) -> OracleError | None:
+    """max abs and norm-wise relative error over the oracle's finite positions, with got's dtype; None where they
     cannot be compared (not a tensor, another shape, not floating)."""
     import torch
 
@@ -128,24 +167,26 @@ def _tensor_error(got: Any, oracle: Any) -> tuple[float, float, float] | None:
         return None
     got64 = torch.view_as_real(got.to(torch.complex128)) if got.is_complex() else got.to(torch.float64)
     exact = torch.view_as_real(oracle.to(torch.complex128)) if oracle.is_complex() else oracle.to(torch.float64)
-    eps = float(torch.finfo(got.real.dtype if got.is_complex() else got.dtype).eps)
+    eps, dtype = float(torch.finfo(got.real.dtype if got.is_complex() else got.dtype).eps), dtype_name(got.dtype)
     diff = got64 - exact  # never in place: got64 is the candidate's own tensor where it already is float64
     if not bool(torch.isfinite(exact).all()):  # the rare case: only where the oracle is finite
         finite = torch.isfinite(exact)
         diff, exact = diff[finite], exact[finite]
     if not diff.numel():
-        return 0.0, 0.0, eps
+        return OracleError(max_abs=0.0, relative=0.0, eps=eps, dtype=dtype, count=1 << 30)
     diff.abs_()
     max_abs = float(diff.max())
     if not math.isfinite(max_abs):
-        return float("inf"), float("inf"), eps
+        return OracleError(max_abs=float("inf"), relative=float("inf"), eps=eps, dtype=dtype, count=diff.numel())
     norm, error = float(torch.linalg.vector_norm(exact)), float(torch.linalg.vector_norm(diff))
-    return max_abs, error / norm if norm > 0 else error, eps
+    return OracleError(max_abs=max_abs, relative=error / norm if norm > 0 else error, eps=eps, dtype=dtype,
+                       count=diff.numel())
 
 
 def error_against(outputs: Sequence[Any], oracle: Sequence[Any]) -> OracleError | None:
     """The worst error of `outputs` (per trial: a tensor or a list of them) against the oracle's outputs of the
-    same trials; None where nothing could be compared (another structure, shape or a non-floating output)."""
+    same trials (the least precise output's dtype); None where nothing could be compared (another structure, shape
+    or a non-floating output)."""
     worst: OracleError | None = None
     if len(outputs) != len(oracle):
         return None
@@ -157,35 +198,41 @@ def error_against(outputs: Sequence[Any], oracle: Sequence[Any]) -> OracleError 
             measured = _tensor_error(g, e)
             if measured is None:
                 continue
-            max_abs, relative, eps = measured
             if worst is None:
-                worst = OracleError(max_abs=max_abs, relative=relative, eps=eps)
+                worst = measured
             else:
-                worst = OracleError(max_abs=max(worst.max_abs, max_abs), relative=max(worst.relative, relative),
-                                    eps=max(worst.eps, eps))
+                coarser = measured if measured.eps > worst.eps else worst
+                worst = OracleError(max_abs=max(worst.max_abs, measured.max_abs),
+                                    relative=max(worst.relative, measured.relative), eps=coarser.eps,
+                                    dtype=coarser.dtype, count=min(worst.count, measured.count))
     return worst
 
 
 def contract_finding(candidate_error: OracleError | None, reference_error: OracleError | None,
-                     multiple: float = DEFAULT_MULTIPLE) -> Finding | None:
-    """An `[oracle]` note where the candidate's norm-wise error against float64 is more than `multiple` times the
-    reference's own (an error within one epsilon of the output's dtype counts as that epsilon, so an exact
-    reference does not name every rounding); None where it is within, or where either error is unknown. A
-    candidate outside today's tolerance was rejected before this is asked; this names one inside it."""
+                     multiple: float | None = None) -> Finding | None:
+    """`incorrect` `[oracle]` where the candidate's norm-wise error against float64 is more than `multiple` (else
+    the output dtype's `FACTOR`) times the reference's own, an error under the dtype's floor counting as the floor
+    (`allowed_error`); None where it is within, or where either error is unknown. A candidate outside today's
+    tolerance was refused before this is asked; this refuses one inside it."""
     if candidate_error is None or reference_error is None:
         return None
-    floor = max(reference_error.relative, candidate_error.eps)
-    if candidate_error.relative <= multiple * floor:
+    allowed = allowed_error(reference_error.relative, candidate_error.dtype, multiple, candidate_error.count)
+    if candidate_error.relative <= allowed:
         return None
+    factor = multiple or FACTOR.get(candidate_error.dtype, FACTOR[_FALLBACK[0]])
+    floor = allowed / factor
     return Finding(Check.ORACLE, f"error against a float64 run of the reference is {candidate_error.relative:.3g} "
-                   f"(norm-wise relative; max abs {candidate_error.max_abs:.3g}), "
-                   f"{candidate_error.relative / floor:.0f}x the reference's own {reference_error.relative:.3g} "
-                   f"(more than {multiple:g}x): inside the tolerance, but a less accurate computation than the one "
-                   "it replaces", fatal=False)
+                   f"(norm-wise relative; max abs {candidate_error.max_abs:.3g}), the reference's own is "
+                   f"{reference_error.relative:.3g} (max abs {reference_error.max_abs:.3g}): "
+                   f"{candidate_error.relative / floor:.1f}x the larger of it and the {candidate_error.dtype} floor "
+                   f"{floor:.3g}, over the {factor:g}x allowed. Inside the tolerance, but a less accurate "
+                   "computation than the one it replaces (an approximation, a skipped term or a lower-precision "
+                   "accumulation): compute every term, accumulating at least as precisely as the reference",
+                   verdict=Verdict.INCORRECT)
 
 
 def numerical_contract(reference: ReferenceRun, candidate_outputs: Sequence[Any], threads: int = 1,
-                       multiple: float = DEFAULT_MULTIPLE) -> NumericalContract:
+                       multiple: float | None = None) -> NumericalContract:
     """The candidate's outputs (one per trial of `reference`, as compared) and the reference's own against the
     float64 oracle of the same trials."""
     trials = len(candidate_outputs)

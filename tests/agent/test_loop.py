@@ -19,6 +19,7 @@ from agent.loop import Optimizer
 from agent.recorder import RunRecorder
 from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
+from harness import EvalPolicy
 from kernelbench.bundled import find_bundled
 from kernelwright.interrupts import RunInterrupted
 from kernelwright.optimize_service import rerun_optimize, run_optimize
@@ -74,7 +75,7 @@ def test_the_run_spec_is_stored_whole(tmp_path: Path) -> None:
     with open_store(db)() as session:
         spec = RunSpec.model_validate(session.get(RunRow, summary["run_id"]).config)
     assert spec.models.model.startswith("scripted:") and spec.optimize.budget_usd == 3.0
-    assert spec.optimize.rounds == 1 and spec.optimize.policy.trials == 5
+    assert spec.optimize.rounds == 1 and spec.optimize.policy.trials == EvalPolicy().trials
     assert spec.problem.key == find_bundled("relu").key and spec.problem.fingerprint == find_bundled("relu").fingerprint
     assert spec.kernelwright_version and (spec.kernelwright_commit is None or len(spec.kernelwright_commit) >= 40)
 

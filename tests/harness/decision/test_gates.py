@@ -155,14 +155,16 @@ def test_a_limit_the_child_hit_decides_whatever_it_made_of_it() -> None:
     assert decision.verdict is Verdict.REJECTED and decision.findings[0].check == "build-limit"
 
 
-def test_an_error_far_beyond_the_references_own_is_named_and_decides_nothing() -> None:
+def test_an_error_beyond_the_references_own_by_more_than_the_factor_is_incorrect() -> None:
     from harness.verification.oracle import NumericalContract, OracleError
 
     sloppy = NumericalContract(candidate=OracleError(max_abs=1e-3, relative=1e-4, eps=1.2e-7),
                                reference=OracleError(max_abs=1e-7, relative=1e-8, eps=1.2e-7))
     decision = decide(_facts(contract=sloppy, deterministic=False), DEFAULT)
-    assert decision.verdict is Verdict.ACCEPTED
-    assert {"oracle", "nondeterministic"} <= {f.check for f in decision.findings}
+    assert decision.verdict is Verdict.INCORRECT and decision.findings[-1].check == "oracle"
+    noted = decide(_facts(contract=NumericalContract(candidate=sloppy.reference, reference=sloppy.reference),
+                          deterministic=False), DEFAULT)
+    assert noted.verdict is Verdict.ACCEPTED and "nondeterministic" in {f.check for f in noted.findings}
     close = NumericalContract(candidate=OracleError(max_abs=1e-7, relative=2e-8, eps=1.2e-7),
                               reference=OracleError(max_abs=1e-7, relative=1e-8, eps=1.2e-7))
     assert not [f for f in decide(_facts(contract=close, deterministic=True), DEFAULT).findings if f.check]

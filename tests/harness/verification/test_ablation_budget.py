@@ -158,3 +158,64 @@ def test_a_candidate_that_skips_the_small_term_of_a_slow_problem_is_credited_not
     assert evaluation.verdict is Verdict.DEGENERATE, evaluation.reasons
     assert evaluation.reasons[0].startswith("[degenerate-problem]") and "shrunk" in evaluation.reasons[0]
     assert evaluation.speedup is None
+
+
+# Issue 44 (b): a term small only at the problem's own size. `c * w * mean(x)` beside a sum over `dim` terms is c/dim
+# of the output: 3.8e-5 at dim 262144 (a kernel that skips it passes every trial there), 4e-4 on a copy shrunk to
+# about 24000 (where it "mattered", so the copy's verdict let the skipping kernel through at 12-34x on e19f4ec).
+TINY_AT_FULL = '''
+import time
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn({width}))
+
+    def forward(self, x):
+        if x.device.type != "meta":
+            time.sleep(x.numel() * 1e-6)
+        return {expression}
+
+dim = 262144
+
+def get_inputs():
+    return [torch.randn(4, dim)]
+
+def get_init_inputs():
+    return []
+'''
+ROW_SUM_TERM = "torch.sum(x, dim=1) + {c} * self.w * x.mean(dim=1)"
+MATMUL_TERM = "x @ torch.ones(dim, 8) + {c} * self.w * x.mean(dim=1, keepdim=True)"
+
+
+def _tiny_at_full(expression: str, c: float, width: int = 4) -> object:
+    return problem_from_source(TINY_AT_FULL.format(expression=expression.format(c=c), width=width), "tiny_at_full")
+
+
+@pytest.mark.proves(Check.ABLATION)
+def test_a_term_that_matters_only_on_the_shrunk_copy_is_judged_at_the_problems_own_size(slow_budget: None) -> None:
+    notes: list[Finding] = []
+    reference = run_reference(_tiny_at_full(ROW_SUM_TERM, 10.0), "cpu", 0, SEEDS)
+    passing = passing_canaries(reference, EvalPolicy(), notes)
+    assert any("`mul`" in p and "at the problem's own sizes" in p and "only on the copy" in p for p in passing), passing
+
+
+@pytest.mark.proves(Check.ABLATION)
+def test_a_term_small_at_full_size_is_judged_by_its_magnitude_estimate_where_full_trials_do_not_fit(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second form: a term beside a matmul over 262144, and no time left for trials at full size: the copy's
+    effect scaled to full size decides, and the verdict says it was an estimate."""
+    monkeypatch.setattr(ablation, "BUDGET_S", 2.0)
+    monkeypatch.setattr(ablation, "DEADLINE", 1.5)
+    reference = run_reference(_tiny_at_full(MATMUL_TERM, 10.0, width=8), "cpu", 0, SEEDS)
+    report = ablation.degenerate_parts(reference, EvalPolicy())
+    assert any("full-size magnitude estimate" in d for d in report.degenerate), report
+
+
+def test_a_term_that_matters_at_full_size_stays_not_degenerate(slow_budget: None) -> None:
+    """The honest twin: the same term weighted 1000 (3.8e-3 of the output at full size) matters there too."""
+    reference = run_reference(_tiny_at_full(ROW_SUM_TERM, 1000.0), "cpu", 0, SEEDS)
+    report = ablation.degenerate_parts(reference, EvalPolicy())
+    assert report.degenerate == [] and report.checked == report.total > 0, report

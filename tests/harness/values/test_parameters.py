@@ -1,0 +1,61 @@
+"""Parameters constant at init redrawn around their init scale, and set in a candidate by name or by shape and
+init value (harness/values/parameters.py); the structured input distributions (harness/values/distributions.py)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from harness.values.distributions import apply_distribution
+from harness.values.parameters import assign, redraw_constants
+
+
+class _Model(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(64, 32)
+        nn.init.zeros_(self.proj.bias)
+        self.gate = nn.Parameter(torch.zeros(32, 64))
+        self.scale = nn.Parameter(torch.ones(32))
+
+
+def test_only_constant_parameters_are_redrawn_at_their_layers_scale() -> None:
+    model = _Model()
+    weight = model.proj.weight.detach().clone()
+    redrawn = redraw_constants(model, 7)
+    assert set(redrawn) == {"proj.bias", "gate", "scale"} and torch.equal(model.proj.weight, weight)
+    bias_rms = float(model.proj.bias.detach().pow(2).mean().sqrt())
+    weight_rms = float(weight.pow(2).mean().sqrt())
+    assert 0.5 * weight_rms < bias_rms < 2 * weight_rms  # the zero bias at its sibling weight's scale
+    assert 0.05 < float(model.gate.detach().pow(2).mean().sqrt()) < 0.25  # a zero matrix at 1/sqrt(fan in) = 0.125
+    assert bool((model.scale >= 0.5).all() and (model.scale <= 1.5).all()) and model.scale.std() > 0.1
+    assert redrawn["scale"]["init"] == 1.0 and redrawn["gate"]["init"] == 0.0
+    again = _Model()
+    redraw_constants(again, 7)
+    assert torch.equal(again.gate, model.gate)  # the same seed, the same values (the children set them anyway)
+
+
+def test_a_candidate_gets_them_by_name_or_by_shape_and_init_value_and_one_holding_none_keeps_its_own() -> None:
+    redrawn = redraw_constants(_Model(), 3)
+
+    class Renamed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = nn.Linear(64, 32)
+            nn.init.zeros_(self.proj.bias)
+            self.mask = nn.Parameter(torch.zeros(32, 64))  # the gate, by another name
+
+    renamed = Renamed()
+    assert assign(renamed, redrawn) == ["scale"]  # held nowhere: it keeps nothing of it
+    assert torch.equal(renamed.mask, redrawn["gate"]["value"]) and torch.equal(renamed.proj.bias,
+                                                                                redrawn["proj.bias"]["value"])
+
+
+def test_structured_distributions_keep_the_samples_domain_and_make_parts_differ() -> None:
+    sample = [torch.rand(64, 256), torch.tensor([3, 1])]
+    ramp, counts = apply_distribution(sample, "ramp", 1)
+    assert torch.equal(ramp.reshape(-1), sample[0].reshape(-1).sort().values) and torch.equal(counts, sample[1])
+    blocks = apply_distribution(sample, "block_scaled", 1)[0]
+    assert float(blocks.min()) >= 0 and float(blocks.max()) <= 1  # probabilities stay probabilities
+    means = blocks.reshape(16, -1).mean(1)
+    assert float(means.max() / means.min()) > 5  # the blocks differ by orders of magnitude
