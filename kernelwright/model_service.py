@@ -215,7 +215,7 @@ def verify_model(plan: Plan, accepted: list[Any], policy: Any, compile_baseline:
     final, source, together = None, None, None
     if len(kept) > 1:
         source, together = judge_patch(model_file, kept, plan.device, policy, progress)
-        if not together.accepted or not together.speedup or together.speedup <= 1.0:
+        if not together.accepted or not together.significant or not together.speedup or together.speedup <= 1.0:
             best = max((r for r in attributions if r.kept), key=lambda r: r.measured.speedup or 0.0)
             if progress:
                 progress(f"the kept regions together do not hold end to end; keeping {best.slug} alone")

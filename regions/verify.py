@@ -142,9 +142,14 @@ def attribute(region: Accepted, share: float, served: dict[int, list[list[int]]]
         record.notes.append(f"dropped: the patched model is {failed.verdict} at input set {failed.index + 1}: "
                             f"{failed.reason}")
         return record
-    if alone.speedup is None or alone.speedup <= 1.0 or (alone.speedup_ci and alone.speedup_ci[1] < 1.0):
-        record.notes.append(f"dropped: its gain does not survive end to end (measured "
-                            f"{_x(alone.speedup)} {_ci(alone.speedup_ci)}, predicted {expected:.3f}x)")
+    if not alone.significant or alone.speedup is None or alone.speedup <= 1.0:
+        # kept only where the interval clears 1.0: a point estimate above 1.0 inside a wide interval (1.012x
+        # [0.72-1.52] on a loaded 2-core machine) may be a loss, and the patch promises none
+        why = "its gain does not survive end to end" if alone.speedup is None or alone.speedup <= 1.0 else \
+            "its end-to-end gain is not significant (the interval holds 1.0; a quieter machine or a longer " \
+            "--timing-budget may resolve it)"
+        record.notes.append(f"dropped: {why} (measured {_x(alone.speedup)} {_ci(alone.speedup_ci)}, predicted "
+                            f"{expected:.3f}x)")
         return record
     record.kept = True
     gap = alone.speedup - expected

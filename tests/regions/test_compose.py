@@ -100,6 +100,7 @@ def _sets(*speedups: float, verdict: str = "accepted") -> EndToEnd:
             for i, (w, s) in enumerate(zip((0.25, 0.75), speedups))]
     end = EndToEnd(["r"], sets)
     end.speedup, end.speedup_ci = combine(sets)
+    end.significant = not (end.speedup_ci[0] <= 1.0 <= end.speedup_ci[1])
     return end
 
 
@@ -121,6 +122,10 @@ def test_attribution_keeps_survivors_and_drops_the_rest(composed: tuple[str, Acc
     assert "input set(s) 1 (25% of the calls) are outside" in kept.notes[1]
     slower = attribute(region, 0.4, served, "float32", weights, _sets(0.9, 0.95))
     assert not slower.kept and "does not survive end to end" in slower.notes[-1]
+    unresolved = _sets(1.05, 1.05)
+    unresolved.speedup_ci, unresolved.significant = (0.72, 1.52), False  # above 1.0, but it may be a loss
+    noisy = attribute(region, 0.4, served, "float32", weights, unresolved)
+    assert not noisy.kept and "not significant" in noisy.notes[-1]
     failed = _sets(1.2, 1.2)
     failed.sets[1].verdict, failed.sets[1].reason = "incorrect", "max abs error 3.1"
     broken = attribute(region, 0.4, served, "float32", weights, failed)
