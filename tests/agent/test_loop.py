@@ -19,7 +19,7 @@ from agent.loop import Optimizer
 from agent.recorder import RunRecorder
 from agent.run_spec import ModelSpec, ProblemRef, RunSpec
 from agent.scripted import ScriptedModel
-from harness import EvalPolicy
+from harness.policy import EvalPolicy
 from kernelbench.bundled import find_bundled
 from kernelwright.interrupts import RunInterrupted
 from kernelwright.optimize_service import rerun_optimize, run_optimize

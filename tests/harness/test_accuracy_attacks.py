@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
-from harness.records import Check
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Check, Verdict
 from harness.shipping.precision import at_precision
 from kernelbench.problem import problem_from_source
 

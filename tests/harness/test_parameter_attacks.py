@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness import EvalPolicy, Verdict, evaluate
-from harness.records import Check
+from harness.pipeline import evaluate
+from harness.policy import EvalPolicy
+from harness.records import Check, Verdict
 from kernelbench.problem import problem_from_source
 from tests.conftest import RELU_CANDIDATE
 
