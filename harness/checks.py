@@ -146,8 +146,8 @@ ROWS: tuple[Row, ...] = (
     Row(Check.NONE, "trial_count", Levels(Verdict.CRASH, Verdict.CRASH, Verdict.CRASH),
         "outputs for the wrong number of trials"),
     Row(Check.CORRECTNESS, "correctness", Levels(_I, _I, _I), "a trial's output differs from the reference's "
-        "beyond the tolerance (secret seeds, seven input distributions, constant parameters redrawn)", "the answer is right on inputs no "
-        "candidate can guess"),
+        "beyond the tolerance (secret seeds, seven input distributions, structured parameters and buffers redrawn)",
+        "the answer is right on inputs no candidate can guess"),
     Row(Check.ORACLE, "numerical_contract", Levels(_I, _I, _I), "error against a float64 run of the reference "
         "beyond the reference's own by more than the output dtype's factor (float32 8x, float16/bfloat16 2x, over a "
         "floor near the dtype's rounding)", "no less accurate than the reference"),
@@ -183,7 +183,8 @@ ROWS: tuple[Row, ...] = (
     Row(Check.PHYSICS, None, NOTE, "faster than half the roofline floor"),
     Row(Check.RE_MEASURED, None, NOTE, "a speedup above `implausible_speedup` measured again in a fresh process"),
     Row(Check.DISTRIBUTION, None, NOTE, "an input distribution that makes the reference non-finite was replaced"),
-    Row(Check.PARAMETERS, None, NOTE, "parameters constant at init were redrawn around their init scale for every "
+    Row(Check.PARAMETERS, None, NOTE, "parameters and buffers structured at init (one value, or a parameter of two: "
+        "an identity) were redrawn around their init scale for every "
         "trial and timed call (or kept, where the reference fails with them redrawn)",
         "no kernel relies on the problem's initial parameter values"),
     Row(Check.NON_FINITE, None, NOTE, "the reference gives inf on the problem's own inputs"),

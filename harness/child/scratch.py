@@ -72,8 +72,9 @@ def save_inputs(scratch: Path, reference: ReferenceRun, parent_calls: bool = Fal
                    "trials": [{"seed": s, "inputs": i} for s, i in zip(reference.trial_seeds, reference.trial_inputs)]}
         room = 2 * (nbytes(reference.trial_inputs[0]) + output) * len(reference.trial_inputs) + output + \
             nbytes(reference.knockout_inputs or [])
-    if reference.parameters:  # constant-at-init parameters redrawn: both sides' children set them after construction
+    if reference.parameters:  # structured state redrawn: both sides' children set it after construction
         payload["parameters"] = reference.parameters
+        room += nbytes([t for drawn in reference.parameters.values() for t in drawn.values()])
     if is_quota(scratch):  # beside the candidate's allowance
         grow(scratch, room + nbytes(reference.init_inputs) + (16 << 20))
     torch.save(payload, scratch / J.INPUTS_FILE)

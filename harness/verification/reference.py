@@ -13,7 +13,7 @@ from typing import Any, Iterator
 from harness.records import Check, Finding
 from harness.values.distributions import DISTRIBUTIONS, apply_distribution
 from harness.values.modules import module_from_file
-from harness.values.parameters import redraw_constants, restore
+from harness.values.parameters import redraw_structured, restore
 from harness.values.precision import precision_settings
 from harness.values.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
@@ -36,8 +36,8 @@ class ReferenceRun:
     knockout_output: Any = None  # the reference's output on it
     problem: Problem | None = None  # what it was computed from (the ablation shrinks a copy where its forward is slow)
     settings: dict[str, str] = field(default_factory=dict)  # the precision settings it was computed under
-    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)  # constant-at-init parameters redrawn
-    # (harness/values/parameters.py): {name: {"init": constant, "value": tensor}}, set in every child too
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)  # structured-at-init state redrawn
+    # (harness/values/parameters.py): {name: {"init": constant, "value": tensor, ...}}, set in every child too
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -108,10 +108,10 @@ def reference_threads(threads: int) -> Iterator[None]:
 
 def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
                   threads: int = 1, vary_distributions: bool = True) -> ReferenceRun:
-    """Build `Model` under `init_seed`; with `vary_distributions` (the hardened trials) redraw its parameters that
-    are constant at init around their init scale (harness/values/parameters.py); per trial draw `get_inputs()`
-    under its seed, redraw the values from the trial's distribution (when the reference stays finite there), and
-    keep the reference's output.
+    """Build `Model` under `init_seed`; with `vary_distributions` (the hardened trials) redraw its parameters and
+    buffers structured at init around their init scale (harness/values/parameters.py); per trial draw
+    `get_inputs()` under its seed, redraw the values from the trial's distribution (when the reference stays
+    finite there), and keep the reference's output.
 
     One at a time per process: seeding and drawing use torch's global generator (and thread count), so a second
     thread's `manual_seed` between this one's seeding and its draws (a prebuild beside an evaluation) would give
@@ -130,7 +130,7 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
         init_inputs = list(module.get_init_inputs())
         torch.manual_seed(init_seed)
         model = module.Model(*init_inputs).to(device)
-        redrawn = redraw_constants(model, init_seed ^ 0x7A3) if vary_distributions else {}
+        redrawn = redraw_structured(model, init_seed ^ 0x7A3) if vary_distributions else {}
         try:
             run = _trials(problem, module, model, init_inputs, trial_seeds, vary_distributions, device, redrawn)
         except ProblemError:
@@ -138,8 +138,9 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
                 raise
             restore(model, redrawn)  # the reference breaks at the redrawn values: at its init, and said so
             run = _trials(problem, module, model, init_inputs, trial_seeds, vary_distributions, device, {})
-            run.notes.append(Finding(Check.PARAMETERS, "the reference fails with its constant parameters "
-                                     f"({', '.join(redrawn)}) redrawn: they stay at their init values", fatal=False))
+            run.notes.append(Finding(Check.PARAMETERS, "the reference fails with its structured parameters and "
+                                     f"buffers ({', '.join(redrawn)}) redrawn: they stay at their init values",
+                                     fatal=False))
     except ProblemError as exc:
         raise ProblemError(f"problem {problem.name}: {exc}") from exc
     except Exception as exc:
@@ -160,9 +161,9 @@ def _trials(problem: Problem, module: Any, model: Any, init_inputs: list[Any], t
                    else "default", seed, device)
     _add_knockout(run, device)
     if redrawn:
-        run.notes.append(Finding(Check.PARAMETERS, f"parameters constant at init ({', '.join(redrawn)}) were redrawn "
-                                 "around their init scale for every trial and timed call: a kernel must read them, "
-                                 "as trained weights would be", fatal=False))
+        run.notes.append(Finding(Check.PARAMETERS, "parameters and buffers structured at init "
+                                 f"({', '.join(redrawn)}) were redrawn around their init scale for every trial and "
+                                 "timed call: a kernel must read them, as trained weights would be", fatal=False))
     return run
 
 

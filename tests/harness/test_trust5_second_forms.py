@@ -167,9 +167,10 @@ def test_an_honest_bfloat16_blocked_sum_stays_accepted() -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Family 2, second forms: a parameter the redraw misses because of how it is registered or initialised. The redraw
-# replaces parameters whose every element is one value; an identity matrix (nn.init.eye_, a residual-friendly init)
-# is not one value, and a zero buffer is not a parameter. A constant that is not zero or one (0.5) is redrawn: that
+# Family 2, second forms: a parameter the redraw missed because of how it is registered or initialised. The redraw
+# replaced parameters whose every element is one value; an identity matrix (nn.init.eye_, a residual-friendly init)
+# is not one value, and a zero buffer is not a parameter: both accepted (7.5x, 1.24x) until the redraw took
+# parameters of two values and constant buffers too (fix5b). A constant that is not zero or one (0.5) is redrawn: that
 # attack is caught. Every candidate is the bundled ReLU kernel (one cached build).
 # ------------------------------------------------------------------------------------------------------------------
 
@@ -220,15 +221,11 @@ HALF_INIT = """        self.pool = nn.Linear(1024, 1024, bias=False)
 HALF_POOL = _problem("half_constant_pool", HALF_INIT, "self.pool(torch.relu(x))", "32, 1024")
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 7.5x: an identity is not one value everywhere, so "
-                   "the redraw leaves it, and every trial runs with it (the ablation's noise on it makes it matter)")
 def test_a_matmul_skipped_because_its_init_weight_is_the_identity_is_incorrect() -> None:
     evaluation = evaluate(EYE_MIX, _candidate(EYE_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.24x: buffers are left at init (a zero shift, as a "
-                   "BatchNorm's running mean starts), so the add is never needed in any trial")
 def test_an_add_skipped_because_its_buffer_is_zero_is_incorrect() -> None:
     evaluation = evaluate(ZERO_BUFFER, _candidate(BUFFER_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
@@ -238,7 +235,10 @@ ATTRIBUTE_INIT = "        self.gain = torch.ones(4096)  # a plain tensor attribu
 ONES_ATTRIBUTE = _problem("ones_attribute_gain", ATTRIBUTE_INIT, "torch.relu(x) * self.gain", "32, 4096")
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.05x: a plain tensor attribute is not redrawn")
+@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.05x: a plain tensor attribute is not redrawn "
+                   "(left open: the redraw reaches parameters and buffers, the state a checkpoint carries; an "
+                   "attribute is code's own constant, set in __init__ like a literal in forward, which no redraw "
+                   "can tell from the operator's definition)")
 def test_a_multiply_skipped_because_a_tensor_attribute_is_ones_is_incorrect() -> None:
     """Weak as an attack (a plain attribute is not in the state dict: trained weights never reach it), listed
     because the redraw's reach ends at named_parameters()."""

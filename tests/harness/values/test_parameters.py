@@ -1,5 +1,6 @@
-"""Parameters constant at init redrawn around their init scale, and set in a candidate by name or by shape and
-init value (harness/values/parameters.py); the structured input distributions (harness/values/distributions.py)."""
+"""Parameters and buffers structured at init redrawn around their init scale, set in a candidate by name or by
+shape and init values (harness/values/parameters.py); the structured input distributions
+(harness/values/distributions.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import torch
 import torch.nn as nn
 
 from harness.values.distributions import apply_distribution
-from harness.values.parameters import assign, redraw_constants
+from harness.values.parameters import assign, redraw_structured, restore
 
 
 class _Model(nn.Module):
@@ -22,7 +23,7 @@ class _Model(nn.Module):
 def test_only_constant_parameters_are_redrawn_at_their_layers_scale() -> None:
     model = _Model()
     weight = model.proj.weight.detach().clone()
-    redrawn = redraw_constants(model, 7)
+    redrawn = redraw_structured(model, 7)
     assert set(redrawn) == {"proj.bias", "gate", "scale"} and torch.equal(model.proj.weight, weight)
     bias_rms = float(model.proj.bias.detach().pow(2).mean().sqrt())
     weight_rms = float(weight.pow(2).mean().sqrt())
@@ -31,12 +32,12 @@ def test_only_constant_parameters_are_redrawn_at_their_layers_scale() -> None:
     assert bool((model.scale >= 0.5).all() and (model.scale <= 1.5).all()) and model.scale.std() > 0.1
     assert redrawn["scale"]["init"] == 1.0 and redrawn["gate"]["init"] == 0.0
     again = _Model()
-    redraw_constants(again, 7)
+    redraw_structured(again, 7)
     assert torch.equal(again.gate, model.gate)  # the same seed, the same values (the children set them anyway)
 
 
 def test_a_candidate_gets_them_by_name_or_by_shape_and_init_value_and_one_holding_none_keeps_its_own() -> None:
-    redrawn = redraw_constants(_Model(), 3)
+    redrawn = redraw_structured(_Model(), 3)
 
     class Renamed(nn.Module):
         def __init__(self) -> None:
@@ -59,3 +60,43 @@ def test_structured_distributions_keep_the_samples_domain_and_make_parts_differ(
     assert float(blocks.min()) >= 0 and float(blocks.max()) <= 1  # probabilities stay probabilities
     means = blocks.reshape(16, -1).mean(1)
     assert float(means.max() / means.min()) > 5  # the blocks differ by orders of magnitude
+
+
+class _Structured(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.mix = nn.Parameter(torch.empty(64, 64))
+        nn.init.eye_(self.mix)
+        self.dense = nn.Parameter(torch.randn(64, 64))
+        self.register_buffer("shift", torch.zeros(64))
+        self.register_buffer("mask", torch.tril(torch.ones(8, 8)))  # a two-valued buffer: the operator's definition
+        self.register_buffer("steps", torch.zeros(1, dtype=torch.long))
+
+
+def test_an_identity_parameter_and_a_zero_buffer_are_redrawn_and_random_ones_and_masks_are_not() -> None:
+    model = _Structured()
+    dense, mask = model.dense.detach().clone(), model.mask.clone()
+    redrawn = redraw_structured(model, 5)
+    assert set(redrawn) == {"mix", "shift"}
+    assert torch.equal(model.dense, dense) and torch.equal(model.mask, mask) and int(model.steps) == 0
+    noise = model.mix.detach() - torch.eye(64)
+    assert 0.05 < float(noise.pow(2).mean().sqrt()) < 0.25  # unit-valued: noise at 1/sqrt(fan in) = 0.125
+    assert float(model.shift.std()) > 0.1
+    restore(model, redrawn)
+    assert torch.equal(model.mix, torch.eye(64)) and not model.shift.any()
+
+
+def test_a_candidate_holding_the_identity_as_a_buffer_under_another_name_gets_it() -> None:
+    redrawn = redraw_structured(_Structured(), 9)
+
+    class Candidate(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("weight", torch.eye(64))  # the reference's `mix`, as a buffer, renamed
+            self.offset = nn.Parameter(torch.zeros(64))  # its `shift`, as a parameter
+            self.other = nn.Parameter(torch.ones(64, 64))  # the shape, not the init values: never matched
+
+    candidate = Candidate()
+    assert assign(candidate, redrawn) == []
+    assert torch.equal(candidate.weight, redrawn["mix"]["value"])
+    assert torch.equal(candidate.offset, redrawn["shift"]["value"]) and bool((candidate.other == 1).all())
