@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from agent.llm import Message
 from agent.parse import JudgeAdvice, UnusableAdvice
-from agent.prompts import Exemplar, RunContext, coder_messages, quoted_inline
+from agent.prompts import Exemplar, RunContext, code_block, coder_messages, quoted_inline
 from agent.search.population import Member, SlotPlan
 from kernelbench.problem import Problem
 
@@ -36,6 +36,7 @@ def slot_messages(plan: SlotPlan, problem: Problem, device: str, advice: JudgeAd
     second = plan.parents[1]
     direction = (f"combine two approaches in one kernel. The kernel shown below as the best so far is one "
                  f"({first.approach}, measured {first.speedup:.2f}x{_said(first)}); this is the other "
-                 f"({second.approach}, measured {second.speedup:.2f}x{_said(second)}):\n```python\n"
-                 f"{second.source.strip()}\n```\nSay what each does well, then write one kernel that keeps both.")
+                 f"({second.approach}, measured {second.speedup:.2f}x{_said(second)}):\n"
+                 f"{code_block(second.source.strip())}\nSay what each does well, then write one kernel that keeps "
+                 "both.")
     return coder_messages(problem, device, None, first.payload, exemplars, context, direction)
