@@ -117,6 +117,9 @@ ROWS: tuple[Row, ...] = (
         "ModelNew inherits Model's forward)", "forward is the candidate's kernel, not the reference"),
     Row(Check.NONE, "built_sources", STATIC, "the static scan again, over the sources actually compiled (it "
         "carries the static tags)", "a candidate cannot build what its file hides"),
+    Row(Check.RUNTIME_LINKING, "built_sources", STATIC, "a built library imports the run-time loader (dlopen, dlsym, "
+        "dlvsym, dlmopen, __libc_dlsym, dl_iterate_phdr...), read from its binary",
+        "every library function a kernel calls is named in its binary, where the library-compute check reads it"),
     Row(Check.NONE, "compile_only", Levels(Verdict.COMPILED, Verdict.COMPILED, Verdict.COMPILED),
         "compile-only CUDA device: built is all that can be known"),
     Row(Check.MUTATION, "tampering", EVERY, "forward() modified its inputs in place (the reference does not)",

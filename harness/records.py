@@ -64,6 +64,7 @@ class Check(StrEnum):
     PRECISION = "precision"
     TORCH_COMPUTE = "torch-compute"
     LIBRARY_COMPUTE = "library-compute"
+    RUNTIME_LINKING = "runtime-linking"  # read from the built binary (harness/verification/binary_imports.py)
     STREAMS = "streams"
     FAST_MATH = "fast-math"
     PYTHON_CAPI = "python-capi"

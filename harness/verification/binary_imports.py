@@ -4,7 +4,8 @@ assembled by `#ns "::" #op`) writes PyTorch's compute under a name no pattern re
 library's undefined dynamic symbols (binutils' `nm`) name the ATen operators (`at::_ops::mm::call`), the C shims
 (`aoti_torch_aten_amax`) and the BLAS routines it calls, and where it imports the stable dispatcher
 (`torch_call_dispatcher`) the operator names it passes are string constants in the binary. A name assembled at run
-time is not in the binary: the compute census sees that call when it runs (harness/child/census.py)."""
+time is not in the binary: the compute census sees that call when it runs (harness/child/census.py), unless it
+is a library function found through the run-time loader (dlopen, dlsym: `runtime-linking`, refused)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ _BLAS = re.compile(r"^(?:cblas_\w+|[sdcz](?:gemm|gemv|symm|syrk|syr2k|trsm|trmm|
                    r"openblas_\w+|cublas\w+|cudnn\w+|cusparse\w+|cusolver\w+)$")
 _DISPATCHER = {"torch_call_dispatcher", "aoti_torch_call_dispatcher"}
 _NAMED_OP = re.compile(rb"aten::([a-z_][a-z0-9_]*)(?:\.[a-zA-Z_]+)?")
+# Symbols that load a library or resolve a function at run time (glibc's public and internal entry points, and
+# the loader's own walk over the loaded objects, which a hand-written symbol lookup starts from): a call through
+# them names nothing the linker or a scan of text can read. A light-form kernel has no reason to load code.
+RUNTIME_LOADERS = {"dlopen", "dlmopen", "dlsym", "dlvsym", "__libc_dlopen_mode", "__libc_dlsym", "__libc_dlvsym",
+                   "_dl_sym", "_dl_vsym", "dl_iterate_phdr", "_r_debug", "_dl_find_object"}
 _NOT_COMPUTE = BOOKKEEPING | {"pad", "constant_pad_nd", "new_empty", "new_zeros", "empty_like", "fill_"}
 
 
@@ -70,14 +76,27 @@ def library_calls(binary: Path) -> list[str] | None:
     return list(found)
 
 
+def runtime_loading(symbols: Iterable[str]) -> list[str]:
+    """The run-time loader's entry points among a binary's imported symbols, sorted."""
+    return sorted(set(symbols) & RUNTIME_LOADERS)
+
+
 def binary_findings(builds: Iterable[dict[str, Any]]) -> list[Finding]:
-    """`library-compute` for each built binary that calls PyTorch's compute or a vendor library (what it decides is
-    the registry's row: strict refuses it; otherwise the census and the work share judge what it costs)."""
+    """`runtime-linking` for each built binary that imports the run-time loader (refused: what it calls through it
+    is named nowhere), `library-compute` for each that calls PyTorch's compute or a vendor library (what it decides
+    is the registry's row: strict refuses it; otherwise the census and the work share judge what it costs)."""
     findings = []
     for build in builds:
         binary = Path(str(build.get("binary") or ""))
         if not build.get("binary") or not binary.is_file():
             continue
+        loaders = runtime_loading(imported_symbols(binary) or [])
+        if loaders:
+            findings.append(Finding(Check.RUNTIME_LINKING, f"the built library {binary.name} imports the run-time "
+                                    f"loader ({', '.join(loaders)}, read from its binary): a function it loads or "
+                                    "looks up at run time (a BLAS routine by a name built at run time) is named "
+                                    "nowhere a check can read, and a kernel has no reason to load code; call what it "
+                                    "needs directly, or compute it in the kernel"))
         calls = library_calls(binary)
         if calls:
             findings.append(Finding(Check.LIBRARY_COMPUTE, f"the built library {binary.name} imports PyTorch's compute "
