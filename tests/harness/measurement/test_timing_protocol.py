@@ -23,12 +23,12 @@ RELU = find_bundled("relu")
 NO_STATIC = EvalPolicy(timing_budget_s=0.2, static_policy="off")  # as if the static policy had been evaded
 
 
-def _accepted_at_an_honest_speed(source: str, problem=RELU, most: float = 1.5):
+def _accepted_at_an_honest_speed(source: str, problem=RELU, most: float = 1.5, policy: EvalPolicy = NO_STATIC):
     """The one verdict the defence produces for these candidates: accepted, timed by the parent-driven protocol
     (no `[protocol]` reason), and no faster than the honest kernel it wraps (about 1x). Each test's docstring gives
     the speedup the same candidate reaches with its defence off, so a candidate that is merely slow cannot pass
     for a defended one."""
-    evaluation = evaluate(problem, source, "cpu", NO_STATIC)
+    evaluation = evaluate(problem, source, "cpu", policy)
     assert evaluation.verdict is Verdict.ACCEPTED, (evaluation.verdict, evaluation.reasons)
     assert evaluation.isolation["protocol"] == "parent-driven", evaluation.isolation
     assert not any(r.startswith("[protocol]") for r in evaluation.reasons), evaluation.reasons
@@ -184,7 +184,10 @@ def test_integer_inputs_are_fresh_in_every_timed_call() -> None:
     """A cache keyed on the integer input's values, filled by the correctness trials: every timed call would hit
     it if the timed integers were the trials' own. Defence off (`fresh_inputs._redrawn` returning the trial's
     integers unchanged): measured 4.3x and 5.0x. On: no timed call hits, and it is the honest computation."""
-    _accepted_at_an_honest_speed(integer_cache_candidate(), problem_from_source(INDEXED, "indexed_projection"))
+    # its matmul is PyTorch's (a work share near 0, which [runtime-compute] refuses since issue 44): this test is
+    # about the timed integers, so the kernel-share floor is off here, as in a self-check
+    _accepted_at_an_honest_speed(integer_cache_candidate(), problem_from_source(INDEXED, "indexed_projection"),
+                                 policy=NO_STATIC.model_copy(update={"require_custom_kernel": False}))
 
 
 def test_global_state_is_the_same_in_every_call() -> None:
