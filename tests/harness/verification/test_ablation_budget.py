@@ -202,7 +202,8 @@ def test_a_term_that_matters_only_on_the_shrunk_copy_is_judged_at_the_problems_o
     assert any("`mul`" in p and "at the problem's own sizes" in p and "only on the copy" in p for p in passing), passing
 
 
-@pytest.mark.proves(Check.ABLATION)
+# a test of the estimate's mechanism (degenerate_parts called directly), not an attack through evaluate: the
+# term_ablation switch sits in the canaries that call it, so this test is not one of the switch's proofs
 def test_a_term_small_at_full_size_is_judged_by_its_magnitude_estimate_where_full_trials_do_not_fit(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The second form: a term beside a matmul over 262144, and no time left for trials at full size: the copy's
