@@ -39,8 +39,8 @@ def test_runs_show_gives_a_builds_first_error_not_its_preamble() -> None:
     assert row["reason"].startswith("line 13 of `cpp_source` (line 16 of your file)") and "source" not in row
 
 
-# flags of other tools that our code passes or quotes (ncu, nvcc, git, bubblewrap), not advice to a user
-_OTHER_TOOLS = {"--visible", "--hidden", "--writable", "--sysroot", "--use", "--untracked-files", "--porcelain",
+# flags of other tools that our code passes or quotes (ncu, nvcc, git, bubblewrap, nm), not advice to a user
+_OTHER_TOOLS = {"--undefined-only", "--demangle", "--visible", "--hidden", "--writable", "--sysroot", "--use", "--untracked-files", "--porcelain",
                 "--target-processes", "--metrics", "--log-file", "--launch-count", "--kernel-name", "--include",
                 "--csv", "--compiler-bindir", "--clock-control", "--resources", "--message"}
 
