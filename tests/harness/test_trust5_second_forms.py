@@ -19,7 +19,8 @@ from harness.records import Check, Verdict
 from harness.shipping.precision import at_precision
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import problem_from_source
-from tests.conftest import RELU_CANDIDATE, relu_variant
+from tests.conftest import relu_variant
+from tests.harness.test_parameter_attacks import _candidate, _problem
 
 pytestmark = pytest.mark.slow
 DEFAULT = EvalPolicy(timing_budget_s=0.2)
@@ -175,38 +176,7 @@ def test_an_honest_bfloat16_blocked_sum_stays_accepted() -> None:
 # ------------------------------------------------------------------------------------------------------------------
 
 
-def _problem(name: str, init: str, forward: str, shape: str) -> object:
-    return problem_from_source(f'''
-import torch
-import torch.nn as nn
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-{init}
-
-    def forward(self, x):
-        return {forward}
-
-def get_inputs():
-    return [torch.randn({shape})]
-
-def get_init_inputs():
-    return []
-''', name, level=2)
-
-
-def _candidate(init: str, forward: str) -> str:
-    head = RELU_CANDIDATE.read_text().partition("class ModelNew")[0]
-    return head + f'''
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-{init}
-
-    def forward(self, x):
-        return {forward}
-'''
+# the first forms' problem and candidate builders (tests/harness/test_parameter_attacks.py), not a copy
 
 
 EYE_INIT = """        self.mix = nn.Parameter(torch.empty(512, 512))
