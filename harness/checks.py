@@ -164,7 +164,8 @@ ROWS: tuple[Row, ...] = (
         "still answered with every kernel function poisoned on a timed call",
         "forward depends on the candidate's kernel where it is timed", "knockout"),
     Row(Check.RUNTIME_COMPUTE, "runtime_compute", STRICT, "PyTorch compute outside the candidate's kernels on an "
-        "audited timed call; under a 5% share of forward's time (CPU) no speedup is credited at any level",
+        "audited timed call; under a 5% share of forward's time (CPU) or of the work no speedup is credited at any "
+        "level (policy.min_kernel_share: whole-model judging lowers it, regions/verify.py)",
         "the speedup measured is the kernels'"),
     Row(Check.DEGENERATE_PROBLEM, "degenerate_problem", Levels(_D, _D, _D), "zeros, ones, the input passed "
         "through or a constant pass every trial", "correctness proves something on this problem",

@@ -42,6 +42,12 @@ class EvalPolicy(BaseModel):
         return value
     require_custom_kernel: bool = Field(
         True, description="Reject candidates that never build a kernel of their own (load_inline / load).")
+    min_kernel_share: float = Field(
+        0.05, ge=0.0, lt=1.0, description="The candidate's kernels' least share of forward's time (CPU, clocked) and "
+        "of the reference's work (FLOPs) under which no speedup is credited (`[runtime-compute]`): under it the "
+        "speedup measured is PyTorch's. Only this floor: a candidate that builds no kernel is still refused while "
+        "require_custom_kernel holds. Whole-model judging lowers it (regions/verify.py: a region is a small part of "
+        "a model by design, and the rest of forward is the reference's own code on both sides).")
     warmup_calls: int = Field(3, ge=1, description="Untimed calls of each model before timing.")
     min_timed_calls: int = Field(10, ge=3, description="Fewest timed batches per model.")
     max_timed_calls: int = Field(1000, ge=3, description="Most timed calls per model.")

@@ -65,16 +65,24 @@ def combine(sets: list[SetResult]) -> tuple[float | None, tuple[float, float] | 
     return point, (low, high)
 
 
+def whole_model_policy(policy: EvalPolicy) -> EvalPolicy:
+    """The policy a patched model is judged by: `policy` with only the kernel work-share floor lowered.
+
+    The kernels do a region's part of the model's time, often under the 5% below which a kernel's own problem
+    credits no speedup (PyTorch's, not the kernel's; each region's kernel met that floor at its own problem): here
+    the rest of forward is the user's own modules, the reference's code run the same way on both sides. Everything
+    else holds: a patched model that builds no kernel is refused (`require_custom_kernel`), and the knockout
+    requires that with the kernels poisoned the patched model no longer answers, so they compute what is measured.
+    A kernel is required whatever the caller's policy said: a patched model exists to run its regions' kernels."""
+    return policy.model_copy(update={"min_kernel_share": 0.0, "require_custom_kernel": True})
+
+
 def judge_patch(model_file: ModelFile, accepted: list[Accepted], device: str, policy: EvalPolicy,
                 progress: Progress | None = None) -> tuple[str, EndToEnd]:
     """Compose `accepted` into the model and evaluate it at every input set."""
     say = progress or (lambda _m: None)
     source = compose(model_file.source, model_file.path, accepted)
-    # The kernels do a region's part of the model's time, often under the 5% below which a kernel's own problem
-    # credits no speedup (PyTorch's, not the kernel's): here the rest of forward is the user's own modules, the
-    # reference's code run the same way on both sides. The knockout still holds: with the kernels poisoned, the
-    # patched model must not still answer, so they compute what is measured.
-    policy = policy.model_copy(update={"require_custom_kernel": False})
+    policy = whole_model_policy(policy)
     results = []
     for entry in model_file.sets:
         say(f"end to end with {', '.join(a.slug for a in accepted)}: input set {entry.index + 1} of "

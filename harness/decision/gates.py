@@ -27,7 +27,6 @@ from harness.verification.oracle import contract_finding, skipped_note
 from harness.verification.source_scan import scan_built_sources
 
 Gate = Callable[[Facts, EvalPolicy], Sequence[Finding]]
-NEGLIGIBLE_SHARE = 0.05  # the candidate's kernels' part of the compute time under which the speedup is PyTorch's
 
 
 def _rejects(check: Check, message: str) -> Finding:
@@ -182,7 +181,8 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     census = facts.census
     ops = census["ops"] if census else {}
     share, work = facts.kernel_share, facts.work_share
-    negligible = any(s is not None and s < NEGLIGIBLE_SHARE for s in (share, work))
+    floor = policy.min_kernel_share
+    negligible = any(s is not None and s < floor for s in (share, work))
     if not ops and not negligible:
         return []
     seen = ", ".join(f"{name} x{count}" for name, count in sorted(ops.items()))
@@ -199,7 +199,7 @@ def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
                          "candidate's kernels")]
     if negligible and policy.require_custom_kernel:  # (a self-check has none)
         return [_rejects(
-            Check.RUNTIME_COMPUTE, said + f": under {NEGLIGIBLE_SHARE:.0%}, the speedup measured is PyTorch's, "
+            Check.RUNTIME_COMPUTE, said + f": under {floor:.0%}, the speedup measured is PyTorch's, "
             "not the kernel's, so none is credited; move the work into the kernels")]
     return [_note(Check.RUNTIME_COMPUTE, said)]
 

@@ -171,15 +171,32 @@ def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path
     assert (tmp_path / "report.html").is_file()
 
 
-def test_the_whole_model_is_judged_without_the_kernel_share_floor_but_with_the_knockout(
+def test_the_whole_model_is_judged_without_the_kernel_share_floor_but_with_the_kernel_and_the_knockout(
         composed: tuple[str, Accepted], monkeypatch: pytest.MonkeyPatch) -> None:
-    """A region's kernel does a small part of the whole model's time by design: the negligible-share rule of a
-    kernel's own problem is off for patched.py (the rest of forward is the user's modules), the knockout is not."""
+    """A region's kernel does a small part of the whole model's time by design: only the work-share floor of a
+    kernel's own problem is lowered for patched.py (the rest of forward is the user's modules); a kernel must still
+    be built (even where the caller's policy did not ask for one) and the knockout still holds."""
     import regions.verify
 
     _, region = composed
     seen: list[EvalPolicy] = []
     monkeypatch.setattr(regions.verify, "evaluate", lambda _p, _s, _d, policy: seen.append(policy))
     monkeypatch.setattr(regions.verify, "_set_result", lambda index, weight, _e: SetResult(index, weight, "crash", None, None, None, None))
-    regions.verify.judge_patch(load_model_file(BLOCK), [region], "cpu", EvalPolicy())
-    assert len(seen) == 2 and all(not p.require_custom_kernel and p.knockout and p.hardening for p in seen)
+    regions.verify.judge_patch(load_model_file(BLOCK), [region], "cpu", EvalPolicy(require_custom_kernel=False))
+    assert len(seen) == 2 and all(p.require_custom_kernel and p.min_kernel_share == 0.0 and p.knockout and
+                                  p.hardening and p.static_policy == "default" for p in seen)
+    assert EvalPolicy().min_kernel_share == 0.05  # a kernel's own problem keeps its floor
+
+
+def test_a_patched_model_that_never_builds_a_kernel_is_refused(composed: tuple[str, Accepted]) -> None:
+    """The whole-model policy lowers the share floor, not the kernel requirement: a patched model whose region
+    never calls load_inline (CHAIN: PyTorch's linear behind the guard) is refused statically, as it was not when
+    whole-model judging turned require_custom_kernel off. The run-time form (a build statically present, never
+    run) is tests/regions/test_whole_model_policy.py's."""
+    from regions.verify import whole_model_policy
+
+    source, _ = composed
+    report = check_candidate(source, whole_model_policy(EvalPolicy()))
+    assert report.verdict is not None and report.verdict.value == "rejected"
+    assert any(f.check.value == "no-kernel" and f.fatal for f in report.findings), report.findings
+    assert check_candidate(source, EvalPolicy(require_custom_kernel=False)).verdict is None  # the old shortcut
