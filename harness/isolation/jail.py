@@ -43,6 +43,10 @@ DEVICES = ("null", "zero", "full", "random", "urandom")  # all a kernel needs; C
 # configuration and the links `cc`/`c++` resolve through): bound read-only into the new root, nothing else of /etc
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc/ld.so.cache", "/etc/ld.so.conf",
           "/etc/ld.so.conf.d", "/etc/alternatives")
+# folders inside `SYSTEM` where a machine keeps its own installs and their configuration (/usr/local/etc holds an
+# npmrc here, /usr/local/bin other projects' tools): an empty folder in the new root, and only the `visible` paths
+# inside them come back (the interpreter's own folders where it lives there, the CUDA toolkit, the build's tools)
+COVERED = ("/usr/local",)
 ROOT_SOURCE = "kernelwright-jail"  # the new root's tmpfs, by name in mountinfo: how the parent knows it holds
 _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}  # the pivot_root system call's number
 # an evaluation's scratch quota (harness/isolation/scratch_quota.py), in any kernelwright home on the machine
@@ -137,9 +141,9 @@ def _read_only_host(writable: list[str], visible: list[str], hidden: list[str]) 
 
 
 def _new_root(writable: list[str], visible: list[str], hidden: list[str]) -> bool:
-    """A root of its own (a small read-only tmpfs) holding only `SYSTEM`, the `visible` folders (the interpreter, its
-    packages, the harness's code, the precompiled headers) and the `writable` ones (its scratch folder with its
-    build), each bound at its own path; a private /tmp and /dev/shm, a /dev of its own, a /proc of its PID namespace
+    """A root of its own (a small read-only tmpfs) holding only `SYSTEM` (less `COVERED`), the `visible` paths (the
+    interpreter, its packages, the harness's code, the precompiled headers, the build's tools) and the `writable`
+    ones (its scratch folder with its build), each bound at its own path; a private /tmp and /dev/shm, a /dev of its own, a /proc of its PID namespace
     (and /sys read-only where the GPU's nodes are: the driver reads it). The host's root is then detached: home
     folders, other repositories, stores, transcripts and other builds are not there to read. False (nothing
     pivoted) where the OS refused a step: the caller falls back to the read-only view of the host."""
@@ -147,6 +151,7 @@ def _new_root(writable: list[str], visible: list[str], hidden: list[str]) -> boo
     sources = [p for p in dict.fromkeys([*SYSTEM, *(["/sys"] if gpu else []), *visible, *writable])
                if os.path.lexists(p)]
     links = {p: os.readlink(p) for p in sources if os.path.islink(p)}
+    links.update(_kept_links(sources))
     handles = {p: os.open(p, os.O_PATH) for p in sources if p not in links}  # before anything is covered
     try:
         root = _staged_root()
@@ -154,7 +159,8 @@ def _new_root(writable: list[str], visible: list[str], hidden: list[str]) -> boo
             return False
         steps = [(p, ("link", links[p])) for p in links] + [(p, ("bind", h)) for p, h in handles.items()]
         steps.append(("/tmp", ("tmpfs", f"size={PRIVATE_MB['/tmp']}m,mode=1777")))  # /dev/shm: with /dev
-        steps += [(h, ("tmpfs", "size=1m,mode=755")) for h in hidden if _under(h, list(handles)) and h not in handles]
+        steps += [(h, ("tmpfs", "size=1m,mode=755")) for h in dict.fromkeys([*hidden, *COVERED])
+                  if _under(h, list(handles)) and h not in handles and os.path.isdir(h)]
         for path, (kind, what) in sorted(steps, key=lambda step: len(step[0])):  # parents first
             if not _place(root + path, kind, what, path in writable):
                 return False
@@ -167,6 +173,22 @@ def _new_root(writable: list[str], visible: list[str], hidden: list[str]) -> boo
     finally:
         for handle in handles.values():
             os.close(handle)
+
+
+def _kept_links(sources: list[str]) -> dict[str, str]:
+    """The symbolic links directly inside a `COVERED` folder that lead to a path the root holds (/usr/local/cuda ->
+    cuda-13.0, where the toolkit is visible): kept as links, the way the child's tools look for them."""
+    found = {}
+    for covered in COVERED:
+        try:
+            names = os.listdir(covered)
+        except OSError:
+            continue
+        for name in names:
+            path = os.path.join(covered, name)
+            if os.path.islink(path) and path not in sources and os.path.realpath(path) in sources:
+                found[path] = os.readlink(path)
+    return found
 
 
 def _staged_root() -> str | None:

@@ -38,11 +38,12 @@ class ChildStopped(Exception):
 
 
 def needed_folders() -> list[Path]:
-    """All a jailed process sees besides the system folders (`jail.SYSTEM`) and its own scratch folder: the
-    interpreter (its prefixes and the one its executable really lives in), user site-packages, the packages of the
-    harness's code the child imports (not the rest of the project: its runs, its git history), the precompiled
-    headers, and where CUDA and the libraries the environment names live. Not the build cache: a child gets copies
-    of its own binaries in its scratch folder (`_serve_build`)."""
+    """All a jailed process sees besides the system folders (`jail.SYSTEM`, less `jail.COVERED`) and its own scratch
+    folder: the interpreter (its prefixes and the one its executable really lives in; only its own folders and files
+    where a prefix is a covered system folder such as /usr/local), user site-packages, the packages of the harness's
+    code the child imports (not the rest of the project: its runs, its git history), the precompiled headers, where
+    CUDA and the libraries the environment names live, and the build's tools (ninja, the compilers). Not the build
+    cache: a child gets copies of its own binaries in its scratch folder (`_serve_build`)."""
     import site
 
     from harness.paths import build_cache_dir, code_root
@@ -54,9 +55,59 @@ def needed_folders() -> list[Path]:
     code = [code_root() / package for package in CHILD_PACKAGES]
     named = [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
     named += [Path(p) for p in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if p]
-    found = [Path(sys.prefix), Path(sys.base_prefix), interpreter, *([user_site] if user_site else []), *code,
-             headers, *named]
-    return [folder for folder in dict.fromkeys(found) if folder.is_absolute() and folder.is_dir()]
+    prefixes = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
+    found = [*(p for p in prefixes if not _shared(p)), *(_own_paths() if any(map(_shared, prefixes)) else []),
+             *([user_site] if user_site else []), *code, headers, *named]
+    found += [p for p in [*_toolkit(), *_tools()] if not _already_there(p, found)]
+    return [path for path in dict.fromkeys(found) if path.is_absolute() and path.exists()]
+
+
+def _already_there(path: Path, found: list[Path]) -> bool:
+    """Whether the jail shows `path` anyway: inside a system folder it binds (and not a covered one), or inside
+    a folder already found."""
+    from harness.isolation.jail import COVERED, SYSTEM
+
+    inside = (lambda p, folders: any(p == f or p.startswith(f.rstrip("/") + "/") for f in folders))
+    text = str(path)
+    return (inside(text, list(SYSTEM)) and not inside(text, list(COVERED))) or inside(text, [str(f) for f in found])
+
+
+def _shared(prefix: Path) -> bool:
+    """Whether an interpreter's prefix is a system folder that holds more than it (/usr, /usr/local): bound by
+    its own folders and files only (`_own_paths`), never whole."""
+    from harness.isolation.jail import COVERED, SYSTEM
+
+    real = os.path.realpath(prefix)
+    return real in (*SYSTEM, *COVERED, "/") or any(os.path.realpath(c) == real for c in COVERED)
+
+
+def _own_paths() -> list[Path]:
+    """The running interpreter's own folders and files: its standard library, site-packages (every one the site
+    module names), headers, its executable and its shared library."""
+    import site
+    import sysconfig
+
+    paths = [Path(p) for key, p in sysconfig.get_paths().items() if key != "scripts" and key != "data"]
+    paths += [Path(p) for p in site.getsitepackages()]
+    paths.append(Path(os.path.realpath(sys.executable)))
+    library = sysconfig.get_config_var("INSTSONAME") or sysconfig.get_config_var("LDLIBRARY")
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if library and libdir:
+        paths += [Path(libdir) / library, Path(os.path.realpath(Path(libdir) / library))]
+    return paths
+
+
+def _toolkit() -> list[Path]:
+    """The CUDA toolkit where torch looks for it without CUDA_HOME (/usr/local/cuda), and the folder it leads to."""
+    default = Path("/usr/local/cuda")
+    return [default, Path(os.path.realpath(default))] if default.exists() else []
+
+
+def _tools() -> list[Path]:
+    """The programs a build runs, where PATH finds them (a pip-installed ninja or a wrapper nvcc in /usr/local/bin
+    is not in /usr/bin): each file itself, and the file it really is."""
+    found = [shutil.which(tool) for tool in ("ninja", "nvcc", "c++", "g++", "cc", "gcc")]
+    return [Path(p) for tool in found if tool for p in dict.fromkeys([tool, os.path.realpath(tool)])]
 
 
 def hidden_folders() -> list[Path]:

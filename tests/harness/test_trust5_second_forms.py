@@ -359,19 +359,22 @@ def test_a_matmul_through_an_operator_the_flop_counter_has_no_formula_for_is_cou
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# Family 4, second form: a path the jail still shows. The new root binds the whole of /usr, so /usr/local (where a
-# machine keeps its own installs and their configuration: /usr/local/etc holds an npmrc here) is there to list and
-# read. The test lists the folder's names only (it never reads a file in it).
+# Family 4, second form: a path the jail showed. The new root bound the whole of /usr, so /usr/local (where a
+# machine keeps its own installs and their configuration: /usr/local/etc holds an npmrc here) was there to list and
+# read. Now /usr/local is an empty folder in the root (`jail.COVERED`) and only what the child needs of it comes back
+# (the CUDA toolkit, a tool the build runs, the interpreter's own folders where it lives there). The test lists the
+# folders' names only (it never reads a file in them).
 # ------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="measured (root, jail with its own root): the candidate listed "
-                   "/usr/local/etc and saw ['npmrc'] (not read): /usr is bound whole")
+@pytest.mark.proves(Check.JAIL_ROOT)
 def test_the_jail_shows_no_host_configuration_under_usr_local() -> None:
+    """Was: the candidate listed /usr/local/etc and saw ['npmrc'] (not read): /usr was bound whole."""
     from tests.harness.isolation.test_jail_contents import _what_the_candidate_saw
 
-    seen = _what_the_candidate_saw({"etc": "/usr/local/etc"}, "sorted(os.listdir(_place))")
+    seen = _what_the_candidate_saw({"etc": "/usr/local/etc", "local": "/usr/local"}, "sorted(os.listdir(_place))")
     assert seen["etc"] in ("FileNotFoundError", []), seen
+    assert not set(seen["local"]) & {"etc", "games", "sbin", "share", "src", "man"}, seen
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation.jail import SYSTEM
+from harness.isolation.jail import COVERED, SYSTEM
 from harness.records import Check
 from harness.isolation.session import needed_folders
 from tests.conftest import REPO, relu_variant
@@ -27,9 +27,11 @@ PRIVATE = ("/dev", "/proc")  # its own: the device nodes, its own PID namespace 
 # run in the jail: every path it can reach, walking down from / while a folder is not one it was given
 _WALK = """
 import json, os, sys
-given = json.loads(sys.argv[1])
-def inside(path):
-    return any(path == g or path.startswith(g.rstrip("/") + "/") for g in given)
+given, covered, needed = json.loads(sys.argv[1])
+def under(path, folders):
+    return any(path == g or path.startswith(g.rstrip("/") + "/") for g in folders)
+def inside(path):  # a covered folder (/usr/local) is walked: only what the child needs of it may be there
+    return under(path, given) and (not under(path, covered) or under(path, needed))
 seen, stack = [], ["/"]
 while stack and len(seen) < 5000:  # a view of the whole machine would take minutes to list
     folder = stack.pop()
@@ -54,16 +56,23 @@ def test_the_jail_shows_only_what_the_child_needs(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     (work / "walk.py").write_text(_WALK)
-    given = [*SYSTEM, *PRIVATE, *(str(f.resolve()) for f in needed_folders()), str(work.resolve())]
+    needed = [*(str(f) for f in needed_folders()), *(str(f.resolve()) for f in needed_folders())]
+    given = [*SYSTEM, *PRIVATE, *needed, str(work.resolve())]
     if any(n.startswith("nvidia") for n in os.listdir("/dev")):
         given.append("/sys")  # the GPU driver reads it
-    log = jailed(tmp_path, f"{sys.executable} walk.py '{json.dumps(given)}'")
+    log = jailed(tmp_path, f"{sys.executable} walk.py '{json.dumps([given, list(COVERED), needed])}'")
     seen = json.loads(log.split("SEEN=")[1].splitlines()[0])
     on_the_way = set().union(*(_ancestors(g) for g in given))
-    extra = [p for p in seen if p not in on_the_way | {"/tmp"} and not any(p == g or p.startswith(g.rstrip("/") + "/")
-                                                                  for g in given)]
+
+    def shown(path: str) -> bool:  # given, and inside a covered folder only where the child needs it
+        inside = (lambda folders: any(path == g or path.startswith(g.rstrip("/") + "/") for g in folders))
+        return inside(given) and (not inside(list(COVERED)) or inside(needed) or path in COVERED)
+
+    extra = [p for p in seen if p not in on_the_way | {"/tmp"} and not shown(p)]
     assert not extra, extra
     assert str(work.resolve()) in seen and "/tmp" in seen and "/usr" in seen and str(REPO / "harness") in seen, seen
+    local = sorted(p for p in seen if p.startswith("/usr/local/"))  # /usr/local/etc, /usr/local/bin/docker...
+    assert all(shown(p) or p in on_the_way for p in local), local
 
 
 @pytest.fixture
