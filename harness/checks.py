@@ -187,8 +187,8 @@ ROWS: tuple[Row, ...] = (
     Row(Check.PHYSICS, None, NOTE, "faster than half the roofline floor"),
     Row(Check.RE_MEASURED, None, NOTE, "a speedup above `implausible_speedup` measured again in a fresh process"),
     Row(Check.DISTRIBUTION, None, NOTE, "an input distribution that makes the reference non-finite was replaced"),
-    Row(Check.PARAMETERS, None, NOTE, "parameters and buffers structured at init (one value, or a parameter of two: "
-        "an identity) were redrawn around their init scale for every "
+    Row(Check.PARAMETERS, None, NOTE, "parameters, buffers and plain tensor attributes structured at init (one "
+        "value, or a parameter of two: an identity) were redrawn around their init scale for every "
         "trial and timed call (or kept, where the reference fails with them redrawn)",
         "no kernel relies on the problem's initial parameter values"),
     Row(Check.NON_FINITE, None, NOTE, "the reference gives inf on the problem's own inputs"),

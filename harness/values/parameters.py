@@ -7,7 +7,11 @@ its init scale for every hardened evaluation (the reference's trials, the candid
 parent redraws it (`redraw_structured`), the children of both sides set the same values by name after construction
 (`assign`). State drawn at random at init is already fresh per evaluation (a secret init seed) and is left alone
 (redrawing it would change nothing and cost time); so are buffers of two values (a causal mask is the operator's
-definition, which a checkpoint carries unchanged) and non-floating state (counters, boolean masks).
+definition, which a checkpoint carries unchanged) and non-floating state (counters, boolean masks). A plain tensor
+attribute (`self.gain = torch.ones(n)`, in no state dict) of one value is redrawn like a constant buffer: a module
+whose forward multiplies by it must be computed with it, whatever it holds (none of KernelBench's 270 problems
+holds a constant one: its two plain attributes are random initial states); one of a single element is a scalar
+constant and is left.
 
 A candidate that holds the state under another name (a parameter or a buffer) is matched by shape and its init
 values; one that holds it nowhere keeps its own value, and fails the trials where the value matters: a user's
@@ -19,6 +23,7 @@ from typing import Any
 
 _SPREAD = 0.5  # a non-zero constant c is redrawn uniformly in c * [1 - spread, 1 + spread]
 _SAMPLE = 64  # elements read first: an ordinary random init shows three values there, and the full scan is skipped
+_ATTRIBUTE_MIN = 4  # a plain tensor attribute is state from this many elements on (fewer: a constant in tensor form)
 
 
 def _values(tensor: Any) -> list[float] | None:
@@ -49,17 +54,34 @@ def _constant(tensor: Any) -> float | None:
 
 
 def _state(model: Any) -> dict[str, Any]:
-    """The model's parameters and buffers by name (names never collide: one module attribute each)."""
-    return {**dict(model.named_parameters()), **dict(model.named_buffers())}
+    """The model's parameters, buffers and plain tensor attributes (`_attributes`) by name (names never collide:
+    one module attribute each)."""
+    return {**dict(model.named_parameters()), **dict(model.named_buffers()), **_attributes(model)}
+
+
+def _attributes(model: Any) -> dict[str, Any]:
+    """Floating tensors a module holds as plain attributes (`self.gain = torch.ones(n)`: neither a parameter nor a
+    buffer, so in no state dict), of `_ATTRIBUTE_MIN` elements or more, leaves that own their memory (a view of a
+    parameter is that parameter), by name; a one-element tensor is a scalar constant, a literal in tensor form."""
+    import torch
+
+    found = {}
+    for prefix, module in model.named_modules():
+        for key, value in vars(module).items():
+            if type(value) is torch.Tensor and value.is_floating_point() and value.numel() >= _ATTRIBUTE_MIN \
+                    and not value.requires_grad and value._base is None:
+                found[f"{prefix}.{key}" if prefix else key] = value
+    return found
 
 
 def _structured(model: Any) -> dict[str, list[float]]:
-    """{name: its values} for the state to redraw: parameters of one or two values, buffers of one value."""
-    buffers = {name for name, _ in model.named_buffers()}
+    """{name: its values} for the state to redraw: parameters of one or two values, buffers and plain tensor
+    attributes of one value."""
+    parameters = {name for name, _ in model.named_parameters()}
     found = {}
     for name, tensor in _state(model).items():
         values = _values(tensor)
-        if values is not None and (len(values) == 1 or name not in buffers):
+        if values is not None and (len(values) == 1 or name in parameters):
             found[name] = values
     return found
 
@@ -147,7 +169,7 @@ def _at_init(tensor: Any, drawn: dict[str, Any]) -> bool:
 
 def assign(model: Any, redrawn: dict[str, dict[str, Any]]) -> list[str]:
     """Set the redrawn values in `model` (a child's Model or ModelNew): by name and shape, else the first
-    parameter or buffer of that shape still at the init values. Returns the names nothing in `model` held."""
+    parameter, buffer or plain tensor attribute of that shape still at the init values. Returns the names nothing in `model` held."""
     import torch
 
     if not redrawn:

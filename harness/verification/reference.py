@@ -161,7 +161,7 @@ def _trials(problem: Problem, module: Any, model: Any, init_inputs: list[Any], t
                    else "default", seed, device)
     _add_knockout(run, device)
     if redrawn:
-        run.notes.append(Finding(Check.PARAMETERS, "parameters and buffers structured at init "
+        run.notes.append(Finding(Check.PARAMETERS, "parameters, buffers and tensor attributes structured at init "
                                  f"({', '.join(redrawn)}) were redrawn around their init scale for every trial and "
                                  "timed call: a kernel must read them, as trained weights would be", fatal=False))
     return run

@@ -172,7 +172,8 @@ def test_an_honest_bfloat16_blocked_sum_stays_accepted() -> None:
 # replaced parameters whose every element is one value; an identity matrix (nn.init.eye_, a residual-friendly init)
 # is not one value, and a zero buffer is not a parameter: both accepted (7.5x, 1.24x) until the redraw took
 # parameters of two values and constant buffers too (fix5b). A constant that is not zero or one (0.5) is redrawn: that
-# attack is caught. Every candidate is the bundled ReLU kernel (one cached build).
+# attack is caught. A plain tensor attribute of ones (accepted at 1.05x) is redrawn too since trust44. Every candidate
+# is the bundled ReLU kernel (one cached build).
 # ------------------------------------------------------------------------------------------------------------------
 
 
@@ -204,16 +205,32 @@ def test_an_add_skipped_because_its_buffer_is_zero_is_incorrect() -> None:
 ATTRIBUTE_INIT = "        self.gain = torch.ones(4096)  # a plain tensor attribute: neither a parameter nor a buffer"
 ONES_ATTRIBUTE = _problem("ones_attribute_gain", ATTRIBUTE_INIT, "torch.relu(x) * self.gain", "32, 4096")
 
+# the second form: a constant attribute of a submodule (2.0, not one), set after construction
+NESTED_INIT = """        self.post = nn.Identity()
+        self.post.scale = torch.full((4096,), 2.0)"""
+NESTED_ATTRIBUTE = _problem("nested_attribute_scale", NESTED_INIT, "self.post(torch.relu(x)) * self.post.scale",
+                            "32, 4096")
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.05x: a plain tensor attribute is not redrawn "
-                   "(left open: the redraw reaches parameters and buffers, the state a checkpoint carries; an "
-                   "attribute is code's own constant, set in __init__ like a literal in forward, which no redraw "
-                   "can tell from the operator's definition)")
+
+@pytest.mark.proves(Check.PARAMETERS)
 def test_a_multiply_skipped_because_a_tensor_attribute_is_ones_is_incorrect() -> None:
-    """Weak as an attack (a plain attribute is not in the state dict: trained weights never reach it), listed
-    because the redraw's reach ends at named_parameters()."""
+    """Was accepted at 1.05x: the redraw reached parameters and buffers only. A plain tensor attribute of one value
+    (four elements or more) is now redrawn like a constant buffer (harness/values/parameters.py `_attributes`)."""
     evaluation = evaluate(ONES_ATTRIBUTE, _candidate(ATTRIBUTE_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
+
+
+@pytest.mark.proves(Check.PARAMETERS)
+def test_a_multiply_by_a_submodules_constant_attribute_hard_coded_is_incorrect() -> None:
+    evaluation = evaluate(NESTED_ATTRIBUTE, _candidate(NESTED_INIT, "2.0 * relu_ext.relu_forward(x)"), "cpu",
+                          DEFAULT)
+    assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
+
+
+def test_an_honest_kernel_reading_the_tensor_attribute_stays_accepted() -> None:
+    evaluation = evaluate(ONES_ATTRIBUTE, _candidate(ATTRIBUTE_INIT, "relu_ext.relu_forward(x) * self.gain"), "cpu",
+                          DEFAULT)
+    assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
 
 
 def test_an_honest_kernel_reading_the_zero_buffer_stays_accepted() -> None:

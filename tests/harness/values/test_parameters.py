@@ -100,3 +100,25 @@ def test_a_candidate_holding_the_identity_as_a_buffer_under_another_name_gets_it
     assert assign(candidate, redrawn) == []
     assert torch.equal(candidate.weight, redrawn["mix"]["value"])
     assert torch.equal(candidate.offset, redrawn["shift"]["value"]) and bool((candidate.other == 1).all())
+
+
+def test_a_constant_tensor_attribute_is_redrawn_and_scalars_random_ones_and_views_are_not() -> None:
+    class Attributes(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(16, 16))
+            self.gain = torch.ones(16)  # a plain attribute: in no state dict
+            self.inner = nn.Identity()
+            self.inner.floor = torch.zeros(4, 4)  # a submodule's
+            self.eps = torch.tensor([1e-5])  # one element: a scalar constant, a literal in tensor form
+            self.state = torch.randn(16)  # random: fresh per evaluation already
+            self.row = torch.ones(2, 16)[0]  # a view: its base's
+            self.steps = torch.zeros(16, dtype=torch.long)  # not floating
+
+    model = Attributes()
+    redrawn = redraw_structured(model, 3)
+    assert set(redrawn) == {"gain", "inner.floor"}
+    assert float(model.gain.std()) > 0.1 and float(model.inner.floor.std()) > 0.01
+    assert torch.equal(model.eps, torch.tensor([1e-5])) and bool((model.row == 1).all()) and not model.steps.any()
+    restore(model, redrawn)
+    assert bool((model.gain == 1).all()) and not model.inner.floor.any()
