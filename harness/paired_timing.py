@@ -17,7 +17,8 @@ from harness.isolation.session import ChildSession, ChildStopped
 from harness.isolation.shared_slots import SharedSlots
 from harness.isolation.timing_slot import timing_slot
 from harness.measurement.frozen_calls import FrozenSide, slot_count
-from harness.measurement.timed_calls import ChildFailed, Timing, TimedRun, TimingProtocolError
+from harness.isolation.protocol import ChildFailed
+from harness.measurement.timed_calls import Timing, TimedRun, TimingProtocolError
 from harness.policy import EvalPolicy
 from harness.records import Check, Finding
 from harness.values.precision import settings_differences
@@ -78,10 +79,8 @@ def time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun,
     timing.planned = planned
     timing.run.pids = tuple(child.proc.pid for child in (ref, session, copy) if child is not None)
     try:
-        loads = [child.request(P.Load()) for child in references]
-        if any("failed" in loaded for loaded in loads):
-            raise ProblemError("the reference failed to load in its timing process")
-        unequal = next((d for d in (settings_differences(reference.settings, loaded.get("settings"))
+        loads = [_loaded(child) for child in references]
+        unequal = next((d for d in (settings_differences(reference.settings, loaded.settings)
                                     for loaded in loads) if d), None)
         if unequal:
             raise ProblemError(f"[precision] the reference's timing process runs with other precision settings than "
@@ -108,6 +107,15 @@ def time_both(session: ChildSession, ref: ChildSession, reference: ReferenceRun,
             stopped = next(child.stopped for child in references if child.stopped)
             raise ProblemError(f"the reference's timing process stopped ({stopped})") from None
         raise
+
+
+def _loaded(child: ChildSession) -> P.Status:
+    """`load` in a reference's timing process: ProblemError where it fails (the machine's doing: no candidate code
+    runs there)."""
+    try:
+        return child.request(P.Load())
+    except (ChildFailed, P.MalformedReply):
+        raise ProblemError("the reference failed to load in its timing process") from None
 
 
 def set_policy(policy: EvalPolicy, sets: int) -> EvalPolicy:

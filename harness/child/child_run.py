@@ -54,7 +54,7 @@ def run_in_child(problem: Problem, source: str, mode: J.Mode, device: str, polic
                  collect: Callable[[Path], Any] | None = None) -> ChildRun:
     """One fresh, jailed child for `mode` on one trial's inputs, run to completion."""
     job = J.ChildJob(mode=mode, device=device, policy=policy)
-    assert not job.conversing, "evaluate jobs converse with the parent: see harness/pipeline.py"
+    assert not job.conversing, "evaluate jobs converse with the parent: see harness/gathering/conversation.py"
     with scratch_folder(problem, source, job) as scratch:
         save_inputs(scratch, run_reference(problem, device, job.init_seed, [secrets.randbits(31)],
                                             policy.cpu_threads, vary_distributions=False))

@@ -1,6 +1,7 @@
 """What an evaluation found out, gathered in one record before anything is decided (harness/decision/gates.py
 decides). Every field is something the parent observed or computed; None means it was not gathered (the
-conversation stopped before it, or the policy does not ask for it)."""
+conversation stopped before it, or the policy does not ask for it). Immutable: harness/gathering/ hands it back
+complete (each step of the conversation returns a new one), and nothing after it changes what was found."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from harness.child.job import ChildResult
+from harness.isolation.protocol import Failed
 from harness.isolation.sandbox import ChildOutcome
 from harness.measurement.frozen_trials import CheckedTrials
 from harness.decision.timing_reading import TimingReading, read_timing
@@ -19,7 +21,7 @@ from harness.verification.reference import ReferenceRun
 from harness.verification.work_share import work_share
 
 
-@dataclass
+@dataclass(frozen=True)
 class Comparison:
     """One correctness trial compared: the worst of its calls, and whether that was a repeated call."""
 
@@ -27,7 +29,7 @@ class Comparison:
     repeated: bool = False
 
 
-@dataclass
+@dataclass(frozen=True)
 class ChildFacts:
     """How the candidate's process ended and what it reported (its report is validated, never believed)."""
 
@@ -36,11 +38,11 @@ class ChildFacts:
     events: list[dict[str, Any]]
     log_tail: str
     stopped: str | None = None  # the parent stopped the conversation (the child died, timed out, broke the channel)
-    failure: dict[str, Any] | None = None  # the child's own failure report
+    failure: Failed | None = None  # the child's own failure report
     phase: str | None = None  # what the parent was driving when it ended ("correctness")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Facts:
     device: str
     static_verdict: Verdict | None = None  # the static policy's verdict: the candidate never ran
@@ -64,6 +66,8 @@ class Facts:
     canary_notes: list[Finding] = field(default_factory=list)  # what the canaries could not check
     timed: TimedRun | None = None
     processes: tuple[int, int] | None = None  # the candidate's cgroup's processes after it loaded, and at the end
+    scratch_quota: bool = False  # the candidate's scratch folder had a quota of its own (the kernel's, not ours)
+    seconds: dict[str, float] = field(default_factory=dict)  # how long the parent's phases took (reference, ...)
 
     @cached_property
     def reading(self) -> TimingReading | None:

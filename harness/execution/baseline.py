@@ -34,7 +34,8 @@ from harness.decision.timing_reading import TimingReading, read_timing, timing_r
 from harness.isolation import protocol as P
 from harness.isolation.session import ChildSession, ChildStopped
 from harness.measurement.frozen_calls import parent_driven
-from harness.measurement.timed_calls import ChildFailed, TimedRun, combined
+from harness.isolation.protocol import ChildFailed
+from harness.measurement.timed_calls import TimedRun, combined
 from harness.paired_timing import reference_session, set_policy, time_both
 from harness.policy import EvalPolicy
 from harness.values.precision import settings_differences
@@ -158,27 +159,31 @@ def _load_all(sessions: list[ChildSession], compiled: bool, expected: dict[str, 
     """`load` (with `compile`: torch.compile'd in `mode` and warmed, outside any clock) in every set's second process
     at once; the first failure's message, else the first whose precision settings differ from `expected` (the
     reference's), else None. Their run clocks start after it: compiling is not timing."""
-    def load(session: ChildSession) -> dict[str, Any]:
+    def load(session: ChildSession) -> P.Status | str:
         try:
             return session.request(P.Load(compile=compiled or None, mode=mode if compiled else None))
+        except ChildFailed as failed:
+            return failed.failed.message or failed.failed.failed
+        except P.MalformedReply as exc:
+            return str(exc)
         except ChildStopped as exc:
-            return {"failed": "crash", "message": f"its process stopped while loading ({exc})"}
+            return f"its process stopped while loading ({exc})"
 
     with ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="kernelwright-baseline") as pool:
         replies = list(pool.map(load, sessions))
     for session in sessions:
         session.clock_from_now()
-    failed = next((reply for reply in replies if "failed" in reply), None)
+    failed = next((reply for reply in replies if isinstance(reply, str)), None)
     if failed is None:
-        return _unequal_settings(replies, expected, compiled, mode)
-    return str(failed.get("message") or failed.get("failed"))[:2000]
+        return _unequal_settings([r for r in replies if isinstance(r, P.Status)], expected, compiled, mode)
+    return failed[:2000]
 
 
-def _unequal_settings(replies: list[dict[str, Any]], expected: dict[str, str] | None, compiled: bool,
+def _unequal_settings(replies: list[P.Status], expected: dict[str, str] | None, compiled: bool,
                       mode: str | None) -> str | None:
     """Why a baseline is refused: its process ran with other precision settings than the reference (or said none)."""
     for reply in replies:
-        settings = reply.get("settings")
+        settings = reply.settings
         differences = settings_differences(expected, settings) if isinstance(settings, dict) else ["not reported"]
         if expected and differences:
             what = f"torch.compile ({mode or 'default'})" if compiled else "the second eager"
@@ -217,14 +222,14 @@ def _finish(*children: ChildSession | None) -> None:
         if child is not None:
             try:
                 child.request(P.Finish())
-            except ChildStopped:
+            except (ChildStopped, ChildFailed, P.MalformedReply):  # it ends with the set's close either way
                 pass
 
 
 def _failure(exc: Exception, compiled: bool) -> str:
     what = "torch.compile's" if compiled else "the second reference's"
     if isinstance(exc, ChildFailed):
-        return f"{what} process failed while timed: {exc.reply.get('message', '')}"[:2000]
+        return f"{what} process failed while timed: {exc.failed.message}"[:2000]
     return f"{what} process stopped while timed ({exc})"
 
 

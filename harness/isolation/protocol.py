@@ -3,172 +3,30 @@
 On the wire every message stays what it was, one JSON object on one line (harness/isolation/channel.py): a
 command is `{"cmd": NAME, field: value, ...}` (a field left None is not sent), a reply is its fields as keys. Only
 JSON-like data ever crosses the pipe and nothing read from the child builds an object of its choosing: the parent
-reads a reply through the type it expects (`Done.read(reply)`), which checks each field's type and raises
-`MalformedReply` for anything else; a child that reported its own failure answers `Failed` instead, whatever
-was asked (`failure(reply)`).
+reads a reply through the type its command declares (`Load.reply` is `Status`; `read_reply(Load, reply)`), which
+checks each field's type and raises `MalformedReply` for anything else; a child that reported its own failure
+answers `Failed` instead, whatever was asked, and the reading raises `ChildFailed` (the one place a failure is
+recognised: no caller looks into a reply for it).
 
 Shared by both sides, so it imports nothing of ours: the child (harness/child/) decodes commands with
 `decode_command` and dispatches on their type; the parent (harness/isolation/session.py, harness/measurement/,
-harness/pipeline.py) sends them. The reply types' `wire()` is what the child sends.
+harness/gathering/) sends them. The reply types' `wire()` is what the child sends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 
 class MalformedReply(ValueError):
     """A reply that is not the kind asked for, or whose fields have the wrong types: the child's failure."""
 
 
-# -- commands (parent -> child) ---------------------------------------------------------------------------------
-
-
-class Command:
-    """One command. `cmd` is its name on the wire; its dataclass fields are the rest of the message."""
-
-    cmd: ClassVar[str]
-
-    def wire(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"cmd": self.cmd}
-        for key, value in self.__dict__.items():
-            if value is not None:
-                message[key] = value
-        return message
-
-
-@dataclass
-class Load(Command):
-    """Import the candidate and construct ModelNew (the reference's child: construct Model; with `compile`, wrap it
-    in torch.compile, the compiled baseline timed like any candidate). -> Status"""
-
-    cmd: ClassVar[str] = "load"
-    compile: bool | None = None
-    mode: str | None = None  # torch.compile's mode with `compile` (None: its default; "max-autotune")
-
-
-@dataclass
-class Correctness(Command):
-    """The correctness trials run in the child, outputs saved to its scratch folder (CUDA). -> Status"""
-
-    cmd: ClassVar[str] = "correctness"
-
-
-@dataclass
-class Knockout(Command):
-    """One call with every kernel function poisoned, on input slot `slot` where the parent writes the inputs.
-    -> KnockedOut"""
-
-    cmd: ClassVar[str] = "knockout"
-    slot: int | None = None
-
-
-@dataclass
-class Census(Command):
-    """One call under the compute census, on input slot `slot` where the parent writes the inputs. -> CensusFound"""
-
-    cmd: ClassVar[str] = "census"
-    slot: int | None = None
-
-
-@dataclass
-class Stage(Command):
-    """Fresh input sets for the next batch, made in the child from `[trial, recipe]` per call (CUDA). -> Staged"""
-
-    cmd: ClassVar[str] = "stage"
-    calls: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class Go(Command):
-    """The staged calls, back to back, on the parent's clock; the call at index `poison` with every kernel function
-    poisoned (the knock-out, at a position only the parent chose); with `clock`, the time inside the kernel
-    functions is summed; with `census`, the batch runs under the compute census. -> Done"""
-
-    cmd: ClassVar[str] = "go"
-    poison: int | None = None
-    clock: bool | None = None
-    census: bool | None = None
-
-
-@dataclass
-class Probe(Command):
-    """Values at `positions` of the last batch's outputs of `calls`. -> Probed"""
-
-    cmd: ClassVar[str] = "probe"
-    calls: list[int] = field(default_factory=list)
-    positions: list[list[int]] = field(default_factory=list)
-
-
-@dataclass
-class Slots(Command):
-    """Map the input slots the parent writes, at the parent's `layout` (harness/isolation/shared_slots.py).
-    -> SlotsMade"""
-
-    cmd: ClassVar[str] = "slots"
-    layout: list[Any] = field(default_factory=list)
-
-
-@dataclass
-class Run(Command):
-    """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
-    `[handle, call]` of the last batch; the call at index `poison` with every kernel function poisoned (the
-    knock-out, at a position only the parent chose); with `clock`, the time inside the kernel functions is summed;
-    with `census`, the batch runs under the compute census. -> Done"""
-
-    cmd: ClassVar[str] = "run"
-    slots: list[int] = field(default_factory=list)
-    hold: list[list[int]] = field(default_factory=list)
-    release: list[int] = field(default_factory=list)
-    poison: int | None = None
-    clock: bool | None = None
-    census: bool | None = None
-
-
-@dataclass
-class Outputs(Command):
-    """Save the last batch's outputs of `calls` to `file` in the scratch folder. -> Status"""
-
-    cmd: ClassVar[str] = "outputs"
-    calls: list[int] = field(default_factory=list)
-    file: str = ""
-
-
-@dataclass
-class Finish(Command):
-    """Write the result file; the child exits after answering. -> Status ("finished")"""
-
-    cmd: ClassVar[str] = "finish"
-
-
-COMMANDS: dict[str, type[Command]] = {kind.cmd: kind for kind in (
-    Load, Correctness, Knockout, Census, Stage, Go, Probe, Slots, Run, Outputs, Finish)}
-
-
-def decode_command(message: Any) -> Command:
-    """The command a parsed line holds (in the child, from its trusted parent). ValueError when it is none."""
-    if not isinstance(message, dict):
-        raise ValueError(f"a command must be an object, not {type(message).__name__}")
-    name = message.get("cmd")
-    kind = COMMANDS.get(name) if isinstance(name, str) else None
-    if kind is None:
-        raise ValueError(f"unknown command {str(name)[:60]!r}")
-    try:
-        return kind(**{key: value for key, value in message.items() if key != "cmd"})
-    except TypeError as exc:
-        raise ValueError(f"malformed {kind.cmd!r} command: {exc}") from None
-
-
-def as_wire(command: Command | dict[str, Any]) -> dict[str, Any]:
-    """What goes on the wire for a typed command or a plain dict of one (the form the senders used before)."""
-    return command.wire() if isinstance(command, Command) else command
+R = TypeVar("R", bound="Reply")
 
 
 # -- replies (child -> parent) ----------------------------------------------------------------------------------
-
-R = TypeVar("R", bound="Reply")
-
 
 class Reply:
     """One reply. The child builds it and sends `wire()`; the parent reads the dict back with `read`."""
@@ -183,7 +41,7 @@ class Reply:
 
 def _need(reply: dict[str, Any], key: str, kind: type | tuple[type, ...], what: str) -> Any:
     """reply[key], of exactly `kind` (bool is no int here), or MalformedReply naming the reply."""
-    if "failed" in reply:
+    if failure(reply) is not None:
         raise MalformedReply(f"the child failed where {what} was expected")
     if key not in reply:
         raise MalformedReply(f"unexpected reply {str(reply)[:200]}")
@@ -208,8 +66,28 @@ class Failed(Reply):
 
 
 def failure(reply: dict[str, Any]) -> Failed | None:
-    """The child's failure report, where `reply` is one."""
+    """The child's failure report, where `reply` is one (the one place that looks)."""
     return Failed.read(reply) if "failed" in reply else None
+
+
+class ChildFailed(Exception):
+    """The child reported its own failure (the candidate's code raised, say) in answer to `stage`: what it said
+    (`failed`: its kind and message, the traceback the child kept) and, where a timing side knows, whether it was
+    a reference's process (`reference`: the machine's problem, never the candidate's)."""
+
+    def __init__(self, failed: Failed, stage: str, reference: bool = False) -> None:
+        super().__init__(failed.message[:200])
+        self.failed, self.stage, self.reference = failed, stage, reference
+
+    @property
+    def digest(self) -> str:
+        """The failure in one line: its kind and the message's last line (the exception, after its traceback)."""
+        lines = [line for line in self.failed.message.splitlines() if line.strip()]
+        return f"{self.failed.failed}: {lines[-1].strip() if lines else ''}"[:300]
+
+    def on_side(self, reference: bool) -> ChildFailed:
+        """The same failure, said of a reference's process or the candidate's."""
+        return ChildFailed(self.failed, self.stage, reference)
 
 
 @dataclass
@@ -222,7 +100,9 @@ class Status(Reply):
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> Status:
-        return cls(_need(reply, "status", str, "a status"))
+        """The status, and the precision settings where they are a dict (read as not sent otherwise)."""
+        settings = reply.get("settings")
+        return cls(_need(reply, "status", str, "a status"), settings if isinstance(settings, dict) else None)
 
 
 @dataclass
@@ -297,7 +177,7 @@ class Probed(Reply):
 
     @classmethod
     def read(cls, reply: dict[str, Any]) -> Probed:
-        if "failed" in reply or "values" not in reply:
+        if failure(reply) is not None or "values" not in reply:
             raise MalformedReply(f"unexpected reply {str(reply)[:200]}")
         return cls(reply["values"])
 
@@ -317,3 +197,169 @@ class SlotsMade(Reply):
         owned = _need(reply, "owned", list, "the slots")
         return cls(slots, [pair for pair in owned if isinstance(pair, list) and len(pair) == 2
                            and type(pair[0]) is int and type(pair[1]) is int])
+
+
+
+# -- commands (parent -> child) ---------------------------------------------------------------------------------
+
+
+class Command(Generic[R]):
+    """One command. `cmd` is its name on the wire; its dataclass fields are the rest of the message; `reply` the
+    type the parent reads its answer as (`read_reply`)."""
+
+    cmd: ClassVar[str]
+    reply: ClassVar[type[Reply]]
+
+    def wire(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"cmd": self.cmd}
+        for key, value in self.__dict__.items():
+            if value is not None:
+                message[key] = value
+        return message
+
+
+@dataclass
+class Load(Command[Status]):
+    """Import the candidate and construct ModelNew (the reference's child: construct Model; with `compile`, wrap it
+    in torch.compile, the compiled baseline timed like any candidate). -> Status"""
+
+    cmd: ClassVar[str] = "load"
+    reply: ClassVar[type[Reply]] = Status
+    compile: bool | None = None
+    mode: str | None = None  # torch.compile's mode with `compile` (None: its default; "max-autotune")
+
+
+@dataclass
+class Correctness(Command[Status]):
+    """The correctness trials run in the child, outputs saved to its scratch folder (CUDA). -> Status"""
+
+    cmd: ClassVar[str] = "correctness"
+    reply: ClassVar[type[Reply]] = Status
+
+
+@dataclass
+class Knockout(Command[KnockedOut]):
+    """One call with every kernel function poisoned, on input slot `slot` where the parent writes the inputs.
+    -> KnockedOut"""
+
+    cmd: ClassVar[str] = "knockout"
+    reply: ClassVar[type[Reply]] = KnockedOut
+    slot: int | None = None
+
+
+@dataclass
+class Census(Command[CensusFound]):
+    """One call under the compute census, on input slot `slot` where the parent writes the inputs. -> CensusFound"""
+
+    cmd: ClassVar[str] = "census"
+    reply: ClassVar[type[Reply]] = CensusFound
+    slot: int | None = None
+
+
+@dataclass
+class Stage(Command[Staged]):
+    """Fresh input sets for the next batch, made in the child from `[trial, recipe]` per call (CUDA). -> Staged"""
+
+    cmd: ClassVar[str] = "stage"
+    reply: ClassVar[type[Reply]] = Staged
+    calls: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Go(Command[Done]):
+    """The staged calls, back to back, on the parent's clock; the call at index `poison` with every kernel function
+    poisoned (the knock-out, at a position only the parent chose); with `clock`, the time inside the kernel
+    functions is summed; with `census`, the batch runs under the compute census. -> Done"""
+
+    cmd: ClassVar[str] = "go"
+    reply: ClassVar[type[Reply]] = Done
+    poison: int | None = None
+    clock: bool | None = None
+    census: bool | None = None
+
+
+@dataclass
+class Probe(Command[Probed]):
+    """Values at `positions` of the last batch's outputs of `calls`. -> Probed"""
+
+    cmd: ClassVar[str] = "probe"
+    reply: ClassVar[type[Reply]] = Probed
+    calls: list[int] = field(default_factory=list)
+    positions: list[list[int]] = field(default_factory=list)
+
+
+@dataclass
+class Slots(Command[SlotsMade]):
+    """Map the input slots the parent writes, at the parent's `layout` (harness/isolation/shared_slots.py).
+    -> SlotsMade"""
+
+    cmd: ClassVar[str] = "slots"
+    reply: ClassVar[type[Reply]] = SlotsMade
+    layout: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class Run(Command[Done]):
+    """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
+    `[handle, call]` of the last batch; the call at index `poison` with every kernel function poisoned (the
+    knock-out, at a position only the parent chose); with `clock`, the time inside the kernel functions is summed;
+    with `census`, the batch runs under the compute census. -> Done"""
+
+    cmd: ClassVar[str] = "run"
+    reply: ClassVar[type[Reply]] = Done
+    slots: list[int] = field(default_factory=list)
+    hold: list[list[int]] = field(default_factory=list)
+    release: list[int] = field(default_factory=list)
+    poison: int | None = None
+    clock: bool | None = None
+    census: bool | None = None
+
+
+@dataclass
+class Outputs(Command[Status]):
+    """Save the last batch's outputs of `calls` to `file` in the scratch folder. -> Status"""
+
+    cmd: ClassVar[str] = "outputs"
+    reply: ClassVar[type[Reply]] = Status
+    calls: list[int] = field(default_factory=list)
+    file: str = ""
+
+
+@dataclass
+class Finish(Command[Status]):
+    """Write the result file; the child exits after answering. -> Status ("finished")"""
+
+    cmd: ClassVar[str] = "finish"
+    reply: ClassVar[type[Reply]] = Status
+
+
+COMMANDS: dict[str, type[Command]] = {kind.cmd: kind for kind in (
+    Load, Correctness, Knockout, Census, Stage, Go, Probe, Slots, Run, Outputs, Finish)}
+
+
+def decode_command(message: Any) -> Command:
+    """The command a parsed line holds (in the child, from its trusted parent). ValueError when it is none."""
+    if not isinstance(message, dict):
+        raise ValueError(f"a command must be an object, not {type(message).__name__}")
+    name = message.get("cmd")
+    kind = COMMANDS.get(name) if isinstance(name, str) else None
+    if kind is None:
+        raise ValueError(f"unknown command {str(name)[:60]!r}")
+    try:
+        return kind(**{key: value for key, value in message.items() if key != "cmd"})
+    except TypeError as exc:
+        raise ValueError(f"malformed {kind.cmd!r} command: {exc}") from None
+
+
+def as_wire(command: Command | dict[str, Any]) -> dict[str, Any]:
+    """What goes on the wire for a typed command or a plain dict of one (the form the senders used before)."""
+    return command.wire() if isinstance(command, Command) else command
+
+
+def read_reply(command: Command[R] | type[Command[R]], reply: dict[str, Any]) -> R:
+    """`reply` read as the type `command` declares: ChildFailed where the child reported its own failure instead,
+    MalformedReply where it answered anything else."""
+    failed = failure(reply)
+    if failed is not None:
+        raise ChildFailed(failed, command.cmd)
+    return command.reply.read(reply)

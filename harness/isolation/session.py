@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from harness.isolation.cgroups import ControlGroup
 from harness.isolation.channel import ChannelClosed, ParentEnd
-from harness.isolation.protocol import Command, as_wire
+from harness.isolation.protocol import R, Command, as_wire, read_reply
 from harness.isolation.sandbox import ChildOutcome, Limits, _preexec, _tree_rss_mb, child_environment, kill_tree
 from harness.isolation.shared_slots import SharedSlots
 from harness.isolation.timing_slot import BuildDuringTiming, compiling, timing_abandoned
@@ -325,18 +325,20 @@ class ChildSession:
             self.proc.poll()
             raise self._stop(f"closed: {exc}") from None
 
-    def request(self, command: Command | dict[str, Any]) -> dict[str, Any]:
-        """Send a command (a harness/isolation/protocol.py type, or the plain dict of one) and return the child's
-        reply: a JSON object, untrusted (read it through the reply type expected, e.g. `Staged.read(reply)`)."""
+    def request(self, command: Command[R]) -> R:
+        """Send a command (a harness/isolation/protocol.py type) and read the child's reply as the type the command
+        declares: ChildFailed where the child reported its own failure instead, MalformedReply where it answered
+        anything else (untrusted either way: the reply types check every field)."""
         try:
             self.channel.send(as_wire(command))
         except ChannelClosed:
             raise self._stop("exited") from None
-        return self.receive()
+        return read_reply(command, self.receive())
 
-    def timed(self, command: Command | dict[str, Any], thaw: bool = False) -> tuple[int, dict[str, Any]]:
+    def timed(self, command: Command[R], thaw: bool = False) -> tuple[int, dict[str, Any]]:
         """Send `command` and wait for its reply with nothing else in between: (nanoseconds, reply) on the
-        parent's clock, which nothing in the child can reach. `thaw`: the child is frozen and thawed only once
+        parent's clock, which nothing in the child can reach; the reply as it came (read it with `read_reply` once
+        the clock has stopped). `thaw`: the child is frozen and thawed only once
         the clock runs. A build the child asks for meanwhile is served (refused while a CPU timing holds the
         machine) and the wait goes on: a candidate that builds on its first call fails only where it is timed.
         The command is encoded before the clock starts."""

@@ -39,8 +39,8 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
                mutating_reference: bool) -> CheckedTrials:
     """Every trial once, in a secret order, in batches no larger than the slots, and the first of them again at
     the end in another slot: a cache keyed on input values hits there (its kernel calls show it, see
-    `cache_finding`), and both calls' outputs are judged. Raises SideFailure (with `reply` when the candidate
-    reported its own failure)."""
+    `cache_finding`), and both calls' outputs are judged. Raises SideFailure where the candidate's process broke
+    the protocol, ChildFailed (harness/isolation/protocol.py) where it reported its own failure."""
     order = list(range(len(trial_inputs)))
     rng.shuffle(order)
     order.append(order[0])
@@ -50,10 +50,8 @@ def run_trials(side: FrozenSide, trial_inputs: list[list[Any]], rng: random.Rand
         chunk = order[start:start + width]
         values = [trial_inputs[t] for t in chunk]
         _, reply = side.batch(values)
-        if "failed" in reply:
-            raise SideFailure("the child failed", reply)
         try:
-            done = P.Done.read(reply)
+            done = P.read_reply(P.Run, reply)
         except P.MalformedReply:
             done = None
         if done is None or done.done != len(chunk):

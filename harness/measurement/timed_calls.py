@@ -22,10 +22,11 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator
 
 from harness.defences import is_off
 from harness.isolation import protocol as P
+from harness.isolation.protocol import R
 from harness.isolation.session import ChildSession
 from harness.isolation.timing_slot import pin_thread
 from harness.measurement.frozen_calls import FrozenSide, SideFailure, output_bound, slot_count
@@ -136,7 +137,6 @@ def census_flops(found: Any) -> float:
     return float(flops) if type(flops) in (int, float) and flops > 0 and flops == flops else 0.0
 
 
-R = TypeVar("R", bound=P.Reply)
 _GO = P.Go()  # made once: nothing but its write is on the clock
 
 
@@ -144,22 +144,23 @@ class TimingProtocolError(Exception):
     """A child answered a timing command with something other than what was asked: its failure."""
 
 
-class ChildFailed(Exception):
-    """A child reported its own failure (the candidate's forward raised while being timed, say)."""
-
-    def __init__(self, reply: dict[str, Any], reference: bool) -> None:
-        super().__init__(str(reply.get("message", ""))[:200])
-        self.reply = reply
-        self.reference = reference
-
-
-def _read(kind: type[R], reply: dict[str, Any], reference: bool = False) -> R:
-    """The reply read as `kind` (harness/isolation/protocol.py): ChildFailed where the child reported its own
-    failure, TimingProtocolError where it answered anything else."""
-    if "failed" in reply:
-        raise ChildFailed(reply, reference)
+def _read(command: P.Command[R] | type[P.Command[R]], reply: dict[str, Any], reference: bool) -> R:
+    """The reply read as `command` declares (harness/isolation/protocol.py): ChildFailed, said of this side, where
+    the child reported its own failure, TimingProtocolError where it answered anything else."""
     try:
-        return kind.read(reply)
+        return P.read_reply(command, reply)
+    except P.ChildFailed as failed:
+        raise failed.on_side(reference) from None
+    except P.MalformedReply as exc:
+        raise TimingProtocolError(str(exc)) from None
+
+
+def _ask(side: StagingSide, command: P.Command[R]) -> R:
+    """`command` asked of a staging side's child, read as `_read` reads."""
+    try:
+        return side.session.request(command)
+    except P.ChildFailed as failed:
+        raise failed.on_side(side.reference) from None
     except P.MalformedReply as exc:
         raise TimingProtocolError(str(exc)) from None
 
@@ -177,10 +178,10 @@ class StagingSide:
 
     def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
                  clock: bool = False, census: bool = False) -> int:
-        _read(P.Staged, self.session.request(P.Stage(calls)), self.reference)
+        _ask(self, P.Stage(calls))
         go = _GO if poison is None and not clock and not census else P.Go(poison, clock or None, census or None)
         elapsed, reply = self.session.timed(go)
-        done = self.done = _read(P.Done, reply, self.reference)
+        done = self.done = _read(go, reply, self.reference)
         if done.done != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than staged")
         events = done.event_ms
@@ -192,10 +193,10 @@ class StagingSide:
         return statistics.median(self.event_ms) if getattr(self, "event_ms", None) else None
 
     def probe(self, mine: list[int], positions: list[list[int]]) -> Any:
-        return _read(P.Probed, self.session.request(P.Probe(mine, positions)), self.reference).values
+        return _ask(self, P.Probe(mine, positions)).values
 
     def fetch(self, calls: list[int], name: str) -> list[Any] | None:
-        _read(P.Status, self.session.request(P.Outputs(calls, name)))
+        _ask(self, P.Outputs(calls, name))
         try:
             import torch
 
@@ -223,7 +224,7 @@ class ParentSide:
             elapsed, reply = self.side.batch(values or [], poison, clock, census)
         except SideFailure as exc:
             raise TimingProtocolError(str(exc)) from None
-        done = self.done = _read(P.Done, reply, self.reference)
+        done = self.done = _read(P.Run, reply, self.reference)
         if done.done != len(calls):
             raise TimingProtocolError("the child ran a different number of calls than sent")
         self.kernel_calls = done.kernel_calls or 0
@@ -341,9 +342,9 @@ class Timing:
             for side in self.sides:
                 try:
                     side.side.prepare(slot_count(self.reference.trial_inputs[0]))
+                except P.ChildFailed as failed:
+                    raise failed.on_side(side.reference) from None
                 except SideFailure as exc:
-                    if exc.reply is not None:
-                        raise ChildFailed(exc.reply, side.reference) from None
                     raise TimingProtocolError(str(exc)) from None
         self.recipes(0)
         overhead = float(statistics.median(self.ref.batch_ns([], self.values) for _ in range(15)))

@@ -53,3 +53,21 @@ def test_a_failure_is_read_whatever_was_asked() -> None:
     assert P.failure({"done": 1}) is None
     assert P.failure({"failed": "runtime_error", "message": "boom"}) == P.Failed("runtime_error", "boom")
     assert P.failure({"failed": 3, "message": ["x"]}) == P.Failed("crash", "")
+
+
+def test_every_command_declares_the_reply_it_is_read_as() -> None:
+    assert all(issubclass(kind.reply, P.Reply) for kind in P.COMMANDS.values())
+    assert P.read_reply(P.Load, {"status": "ok", "settings": {"tf32": "off"}}) == P.Status("ok", {"tf32": "off"})
+    assert P.read_reply(P.Run([0]), {"done": 1}) == P.Done(1)
+    with pytest.raises(P.MalformedReply):
+        P.read_reply(P.Stage, {"done": 1})
+
+
+def test_a_reported_failure_raises_one_typed_failure_whatever_was_asked() -> None:
+    trace = "failed while run:\nTraceback (most recent call last):\n  ...\nRuntimeError: shape mismatch\n"
+    for command in (P.Load(), P.Run([0]), P.Census(slot=0), P.Finish()):
+        with pytest.raises(P.ChildFailed) as raised:
+            P.read_reply(command, {"failed": "runtime_error", "message": trace})
+        assert raised.value.failed == P.Failed("runtime_error", trace) and raised.value.stage == command.cmd
+        assert raised.value.digest == "runtime_error: RuntimeError: shape mismatch"
+        assert not raised.value.reference and raised.value.on_side(True).reference

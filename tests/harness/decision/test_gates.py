@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.child.job import ChildResult
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import (CORRECTNESS, GATES, correctness, decide, ghost_kernel, protocol_statement,
@@ -24,9 +26,7 @@ def _facts(**changes: object) -> Facts:
     facts = Facts("cpu", builds=[{"binary": "ext.so"}], reference=reference, outputs_count=2,
                   child=ChildFacts(ChildOutcome(returncode=0, wall_s=1.0), result, [], ""),
                   comparisons=[Comparison(TrialResult(seed=s, passed=True)) for s in (1, 2)], degenerate=[])
-    for name, value in changes.items():
-        setattr(facts, name, value)
-    return facts
+    return replace(facts, **changes)  # the facts are immutable: each case is a copy with its changes
 
 
 def _timed(**changes: object) -> TimedRun:
