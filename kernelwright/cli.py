@@ -381,21 +381,28 @@ def export_op_command(
     shapes: Annotated[Optional[list[str]], typer.Option(
         "--shapes", metavar="NAME=N,...", help="Sizes your callers send (the problem's size constants): verified, "
         "and where correct added to the op's envelope; repeat for several.")] = None,
+    bucket: Annotated[Optional[list[str]], typer.Option(
+        "--bucket", metavar="NAME=LOW..HIGH,...", help="A range of sizes (the problem's size constants) where the op "
+        "runs the kernel, verified at its corners and at samples drawn at export; repeat for several. Default: the "
+        "range of the sizes verified.")] = None,
+    bucket_samples: Annotated[int, typer.Option(
+        min=0, help="Interior sizes sampled per bucket, besides its corners.")] = 4,
     no_test: Annotated[bool, flag("--no-test", help="Do not run the package's own test (eager, torch.compile "
                                                     "fullgraph, opcheck) in a fresh process.")] = False,
     db: Db = None,
 ) -> None:
-    """Verify CANDIDATE at the problem's sizes and around them, then write it to DIR as a drop-in torch.library op
-    that calls the reference outside them. Exit 0 exported (and its test passed), 1 not accepted or the test failed,
-    2 usage."""
+    """Verify CANDIDATE at the problem's sizes and around them, and over shape buckets, then write it to DIR as a
+    drop-in torch.library op that calls the reference outside them. Exit 0 exported (its test passed, every
+    --bucket verified), 1 not accepted, a --bucket wrong at a sample or the test failed, 2 usage."""
     precheck.problem(problem)
     precheck.candidate(candidate)
+    precheck.buckets(bucket)
     from kernelwright import render
     from kernelwright.export_op import verify_and_export
 
     with progress("verifying") as say:
         result = verify_and_export(problem, candidate, out_dir, device, shapes, db, run_test=not no_test,
-                                   progress=say)
+                                   progress=say, buckets=bucket, bucket_samples=bucket_samples)
     render.print_export(result)
     exit_unless(result.holds)
 

@@ -10,10 +10,11 @@ The package (`OUT/<package>/`, README at `OUT/README.md`):
   so the user's own weights reach the kernel, and
   `KernelModel`, a subclass of the problem's `Model` (same constructor, same state_dict), holds them and is what a
   user drops into their model. A guard runs the kernel only at the verified envelope (input shapes, dtypes and
-  contiguity, parameter shapes and dtypes, device type) and the reference `Model` everywhere else, counting both
-  (`COUNTS`). Its fake implementation runs the reference `Model` on the fake tensors, so `torch.compile(fullgraph=True)`
+  contiguity, parameter shapes and dtypes, device type; exact sizes, or inside a verified shape bucket:
+  kernelwright/export_buckets.py) and the reference `Model` everywhere else, counting both (`COUNTS`). Its fake implementation runs the reference `Model` on the fake tensors, so `torch.compile(fullgraph=True)`
   traces it; in eager mode KernelModel calls the implementation directly (no dispatcher round trip);
-- `export.json`: the op's name, device, envelope, output kind and tolerances;
+- `export.json`: the op's name, device, envelope (exact sizes; buckets with the sizes sampled and their verdicts),
+  output kind and tolerances;
 - `test_op.py`: the op against the reference on fresh inputs, eagerly and under `torch.compile(fullgraph=True)`,
   torch.library.opcheck (schema, fake implementation), and on a GPU whether CUDA-graph capture works.
 
@@ -68,6 +69,9 @@ class ExportedOp:
     device: str
     envelope: list[dict[str, Any]]  # per verified size: sizes (or None), input and state signatures
     files: list[Path] = field(default_factory=list)
+    buckets: list[dict[str, Any]] = field(default_factory=list)  # verified buckets: the guard routes inside them
+    unverified_buckets: list[dict[str, Any]] = field(default_factory=list)  # wrong at a sample: not routed
+    not_routed: list[dict[str, Any]] = field(default_factory=list)  # verified sizes with other constructor arguments
 
     @property
     def readme(self) -> Path:
@@ -80,20 +84,27 @@ class ExportedOp:
 
 def export_op(problem: Problem, candidate_source: str, out_dir: Path | str,
               envelope: Any = None, device: str = "cpu", package: str | None = None,
-              policy: EvalPolicy | None = None, candidate_name: str = "candidate") -> ExportedOp:
+              policy: EvalPolicy | None = None, candidate_name: str = "candidate",
+              buckets: Sequence[dict[str, Any]] = ()) -> ExportedOp:
     """Write the drop-in op package for `candidate_source` (a KernelBench `ModelNew` file) into `out_dir`.
 
     `envelope`: where the kernel was verified: None (the problem's own sizes), a list of size dicts (the problem's
     size constants) or of shape lists (one shape per tensor input, the problem's own dtypes and parameters), or a
     harness `Envelope` or its dump (`Evaluation.envelope`): the problem's own sizes and every variant judged
-    correct. `device`: the device type the
-    kernel was verified on. Raises ExportError, with what to fix, where it cannot export."""
+    correct. A size whose constructor arguments (get_init_inputs) differ from the problem's is recorded but not
+    routed: the op builds the kernel's model once, with the problem's own. `buckets`: records from
+    kernelwright/export_buckets.py's `verify_bucket`; the guard routes only inside those verified. `device`: the
+    device type the kernel was verified on. Raises ExportError, with what to fix, where it cannot export."""
     _check_candidate(candidate_source, candidate_name)
     policy = policy or EvalPolicy()
-    own = _signatures(problem, problem.source, None)
+    own = signatures(problem, problem.source, None)
     entries = [own] + [_entry(problem, given, own) for given in _given_entries(envelope)]
     keys = [(e["inputs"], e["state"]) for e in entries]
     unique = [e for i, e in enumerate(entries) if keys[i] not in keys[:i]]  # the same shapes by another name once
+    routed = [e for e in unique if e["init_key"] == own["init_key"]]
+    not_routed = [{"sizes": e["sizes"], "why": f"its constructor arguments {e['init'] or e['init_key']} are not "
+                   f"the op's {own['init'] or own['init_key']}"}
+                  for e in unique if e["init_key"] != own["init_key"]]
     stem = _snake(problem.name)
     digest = hashlib.sha256(candidate_source.encode()).hexdigest()[:8]
     package = package or f"kw_{stem}_{digest}"
@@ -104,20 +115,24 @@ def export_op(problem: Problem, candidate_source: str, out_dir: Path | str,
     folder = out / package
     config = {"op": op_name, "device": device, "outputs": own["outputs"], "problem": problem.key,
               "tolerance": {"float": policy.atol_fp32, "half": policy.atol_half},
-              "envelope": [{k: e[k] for k in ("sizes", "inputs", "state")} for e in unique]}
+              "envelope": [{k: e[k] for k in ("sizes", "inputs", "state")} for e in routed],
+              "buckets": [b for b in buckets if b["verified"]],  # the only ones the guard reads
+              "unverified_buckets": [b for b in buckets if not b["verified"]], "not_routed": not_routed}
     texts = {folder / "__init__.py": templates.PACKAGE_INIT,
              folder / f"{TEST_MODULE}.py": templates.PACKAGE_TEST.replace("PACKAGE", package),
              folder / "candidate.py": candidate_source,
              folder / "reference.py": problem.source,
              folder / "export.json": json.dumps(config, indent=2) + "\n",
-             out / "README.md": _readme(problem, package, op_name, device, unique, out, candidate_name, own)}
+             out / "README.md": _readme(problem, package, op_name, device, routed, out, candidate_name, own,
+                                        config["buckets"])}
     try:
         folder.mkdir(parents=True, exist_ok=True)
         for path, text in texts.items():
             path.write_text(text)
     except OSError as exc:
         raise ExportError(f"cannot write the op package to {out}: {exc}") from None
-    return ExportedOp(out, package, op_name, device, config["envelope"], list(texts))
+    return ExportedOp(out, package, op_name, device, config["envelope"], list(texts), config["buckets"],
+                      config["unverified_buckets"], not_routed)
 
 
 def run_exported_test(out_dir: Path | str, package: str | None = None, timeout: float = 900.0) -> tuple[bool, str]:
@@ -192,7 +207,7 @@ def _entry(problem: Problem, given: EnvelopeEntry, own: dict[str, Any]) -> dict[
                               f"({', '.join(sorted(constants)) or 'none'})")
         if any(type(v) is not int or v < 1 for v in given.values()):
             raise ExportError(f"{problem.key}: envelope sizes must be positive integers: {given}")
-        return _signatures(problem, rewrite_constants(problem.source, dict(given)), dict(given))
+        return signatures(problem, rewrite_constants(problem.source, dict(given)), dict(given))
     shapes = [list(shape) for shape in given]
     if len(shapes) != len(own["inputs"]) or not all(all(type(d) is int and d >= 0 for d in s) for s in shapes):
         raise ExportError(f"{problem.key}: an envelope shape list needs one shape (of non-negative ints) per input "
@@ -201,9 +216,10 @@ def _entry(problem: Problem, given: EnvelopeEntry, own: dict[str, Any]) -> dict[
     return {**own, "sizes": None, "inputs": inputs}
 
 
-def _signatures(problem: Problem, source: str, sizes: dict[str, int] | None) -> dict[str, Any]:
+def signatures(problem: Problem, source: str, sizes: dict[str, int] | None) -> dict[str, Any]:
     """The reference run on the meta device at `source`'s sizes: each input's [shape, dtype, contiguous], each
-    parameter's and buffer's [shape, dtype], and whether forward returns a tensor or a tuple of them."""
+    parameter's and buffer's [shape, dtype], whether forward returns a tensor or a tuple of them, and its
+    constructor's arguments (`init` as Python where they are literals, `init_key` to compare)."""
     import torch
 
     module = types.ModuleType(f"kernelwright_export_{next(_counter)}")
@@ -238,6 +254,7 @@ def _signatures(problem: Problem, source: str, sizes: dict[str, int] | None) -> 
     state = list(model.parameters()) + list(model.buffers())
     init = module.get_init_inputs()
     return {"sizes": sizes, "outputs": kind, "init": ", ".join(map(repr, init)) if _literal(init) else None,
+            "init_key": repr(list(init)),  # the constructor's arguments: the op builds the kernel with its own
             "inputs": [[list(t.shape), dtype(t), t.is_contiguous()] for t in inputs],
             "state": [[list(t.shape), dtype(t)] for t in state]}
 
@@ -250,7 +267,7 @@ def _literal(value: Any) -> bool:
 
 
 def _readme(problem: Problem, package: str, op_name: str, device: str, entries: list[dict[str, Any]], out: Path,
-            candidate_name: str, own: dict[str, Any]) -> str:
+            candidate_name: str, own: dict[str, Any], buckets: Sequence[dict[str, Any]]) -> str:
     def described(entry: dict[str, Any]) -> str:
         shapes = ", ".join(f"{'x'.join(map(str, shape)) or 'scalar'} {dtype}" for shape, dtype, _ in entry["inputs"])
         sizes = " ".join(f"{k}={v}" for k, v in (entry["sizes"] or {}).items())
@@ -258,17 +275,27 @@ def _readme(problem: Problem, package: str, op_name: str, device: str, entries: 
 
     stateless = ("For this problem (no parameters or buffers) the op is also a plain function: "
                  f"`{package}.forward(*inputs)`.\n") if not own["state"] else ""
+    bucket_lines = "\n".join(f"- {bucket_line(b)}" for b in buckets)
     return Template(templates.README).substitute(
         package=package, title=problem.name, candidate=candidate_name, problem=problem.label, op=op_name,
         entries=len(entries), plural="y" if len(entries) == 1 else "ies", device=device,
         envelope="\n".join(described(e) for e in entries), out_dir=out,
+        buckets=(templates.README_BUCKETS.replace("LINES", bucket_lines) if buckets else ""),
         init_call=own["init"] if own["init"] is not None else f"*{package}.INIT_INPUTS", stateless_note=stateless)
+
+
+def bucket_line(bucket: dict[str, Any]) -> str:
+    """One bucket as the export's output and the package's README show it: its ranges and the sizes sampled."""
+    samples = "; ".join(f"{' '.join(f'{k}={v}' for k, v in s['sizes'].items())} ({s['kind']})"
+                        for s in bucket["samples"])
+    state = "verified" if bucket["verified"] else f"NOT verified, not routed: {bucket['why_not']}"
+    return f"bucket {bucket['bucket']} ({bucket['origin']}): {state}; sampled at {samples}"
 
 
 @dataclass
 class VerifiedExport:
     """`kernelwright export-op`: the candidate's verdict at its own sizes and around them, and, where accepted,
-    the package written and whether its own test passed (None: not run)."""
+    the package written (with its buckets, each verified or not) and whether its own test passed (None: not run)."""
 
     evaluation: Any
     exported: ExportedOp | None = None
@@ -277,24 +304,43 @@ class VerifiedExport:
 
     @property
     def holds(self) -> bool:
-        return self.exported is not None and self.test_passed is not False
+        """Exported, its test not failed, and every bucket the user declared verified."""
+        declared_wrong = any(b["origin"] == "declared" for b in (self.exported.unverified_buckets
+                                                                  if self.exported else []))
+        return self.exported is not None and self.test_passed is not False and not declared_wrong
 
 
 def verify_and_export(problem_spec: str, candidate: Path, out_dir: Path, device: str, shapes: list[str] | None,
-                      db_url: str | None, run_test: bool = True, progress: Any = None) -> VerifiedExport:
+                      db_url: str | None, run_test: bool = True, progress: Any = None,
+                      buckets: list[str] | None = None, bucket_samples: int | None = None) -> VerifiedExport:
     """Judge the candidate exactly as `eval` does (correctness at the problem's sizes and its envelope; nothing
-    stored, nothing timed), then write the op package only for an accepted kernel, with the sizes judged correct as
-    its envelope, and run the package's own test in a fresh process."""
-    from kernelwright.eval_service import eval_policy, judge, read_candidate
+    stored, nothing timed), then, only for an accepted kernel, verify its shape buckets (those declared, else the
+    hull of the sizes it was verified at; kernelwright/export_buckets.py), write the op package with the sizes
+    judged correct and the verified buckets as its envelope, and run the package's own test in a fresh process."""
+    from kernelwright.bucket_spec import parse_buckets
+    from kernelwright.eval_service import eval_policy, judge, read_candidate, target_problem
+    from kernelwright import export_buckets
 
-    outcome = judge(problem_spec, candidate, False, device, eval_policy("default", skip_timing=True), db_url,
-                    store=False, progress=progress, shapes=shapes)
+    samples = export_buckets.DEFAULT_SAMPLES if bucket_samples is None else bucket_samples
+    if samples < 0:
+        raise ExportError(f"--bucket-samples {samples}: give 0 or more")
+    specs = parse_buckets(buckets)
+    plans = [export_buckets.plan_bucket(target_problem(problem_spec, False)[0], spec) for spec in specs]
+    policy = eval_policy("default", skip_timing=True)
+    outcome = judge(problem_spec, candidate, False, device, policy, db_url, store=False, progress=progress,
+                    shapes=shapes)
     result = VerifiedExport(outcome.evaluation)
     if not outcome.evaluation.accepted:
         return result
-    result.exported = export_op(outcome.problem, read_candidate(candidate), out_dir,
-                                envelope=outcome.evaluation.envelope, device=outcome.evaluation.device,
-                                candidate_name=candidate.name)
+    problem, source, resolved = outcome.problem, read_candidate(candidate), outcome.evaluation.device
+    records = [export_buckets.verify_bucket(problem, source, resolved, policy, plan,
+                                            export_buckets.draw_samples(plan.spec, samples), progress)
+               for plan in plans]
+    if not specs:
+        records = export_buckets.inferred_buckets(problem, source, resolved, policy, outcome.evaluation.envelope,
+                                                  samples, progress)
+    result.exported = export_op(problem, source, out_dir, envelope=outcome.evaluation.envelope, device=resolved,
+                                candidate_name=candidate.name, buckets=records)
     if run_test:
         if progress:
             progress("running the package's own test in a fresh process")

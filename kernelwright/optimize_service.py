@@ -33,6 +33,7 @@ from store import runs as run_store
 
 
 Progress = Callable[[str], None]
+OP_BUCKET_SAMPLES = 2  # the op beside best.py: its bucket's corners, a prime and a non-multiple of 8 (export-op: 4)
 
 
 REASONING_EFFORTS = ("low", "medium", "high")
@@ -204,18 +205,24 @@ def _with_envelope(summary: dict[str, Any], problem: Problem, config: OptimizeCo
     envelope = check_envelope(problem, source, config.device, config.policy, timed=0, progress=progress)
     summary = {**summary, "envelope": envelope.model_dump(),
                "envelope_finding": envelope.finding.render() if envelope.finding else None}
-    return {**summary, **_exported(problem, source, Path(best["path"]).parent / "op", envelope, config.device)}
+    return {**summary, **_exported(problem, source, Path(best["path"]).parent / "op", envelope, config, progress)}
 
 
-def _exported(problem: Problem, source: str, out_dir: Path, envelope: Any, device: str) -> dict[str, Any]:
-    """The best kernel as a drop-in torch.library op beside it (its own test is `python -m PKG.test_op`)."""
-    from kernelwright.export_op import ExportError, export_op
+def _exported(problem: Problem, source: str, out_dir: Path, envelope: Any, config: OptimizeConfig,
+              progress: Progress | None) -> dict[str, Any]:
+    """The best kernel as a drop-in torch.library op beside it (its own test is `python -m PKG.test_op`), with the
+    bucket inferred from its envelope where it holds at samples drawn now (kernelwright/export_buckets.py)."""
+    from kernelwright.export_buckets import inferred_buckets
+    from kernelwright.export_op import ExportError, bucket_line, export_op
 
     try:
-        exported = export_op(problem, source, out_dir, envelope=envelope, device=device)
+        buckets = inferred_buckets(problem, source, config.device, config.policy, envelope, OP_BUCKET_SAMPLES,
+                                   progress)
+        exported = export_op(problem, source, out_dir, envelope=envelope, device=config.device, buckets=buckets)
     except ExportError as exc:
         return {"op": None, "op_error": str(exc)}
-    return {"op": str(exported.out_dir / exported.package), "op_test": exported.test_command}
+    return {"op": str(exported.out_dir / exported.package), "op_test": exported.test_command,
+            "op_buckets": [bucket_line(b) for b in buckets]}
 
 
 def _problem(problem_spec: str, shrink: bool, progress: Progress | None) -> Problem:

@@ -45,6 +45,13 @@ def choice(value: str, choices: Iterable[str], flag: str) -> None:
         raise UsageError(f"{flag} {value!r}: choose one of {', '.join(options)}")
 
 
+def buckets(texts: list[str] | None) -> None:
+    """`export-op --bucket`: the syntax (the names are checked against the problem by the service)."""
+    from kernelwright.bucket_spec import parse_buckets
+
+    parse_buckets(texts)
+
+
 def dataset_format(kind: str) -> None:
     from rewards.datasets import BUILDERS  # pure functions, nothing heavy
 

@@ -55,8 +55,20 @@ def print_export(result: Any) -> None:
     if exported is None:
         note(f"not exported: {evaluation.verdict.value}: {'; '.join(evaluation.reasons[:3])}")
         return
+    from kernelwright.export_op import bucket_line
+
     note(f"wrote {exported.op_name} to {exported.out_dir / exported.package} ({len(exported.envelope)} verified "
-         f"size(s); see {exported.readme})")
+         f"size(s), {len(exported.buckets)} verified bucket(s); see {exported.readme} and export.json)")
+    for entry in exported.envelope:
+        shapes = ", ".join("x".join(map(str, shape)) or "scalar" for shape, *_ in entry["inputs"])
+        sizes = " ".join(f"{k}={v}" for k, v in (entry["sizes"] or {}).items()) or "the problem's own"
+        note(f"  kernel at {sizes} (inputs {shapes})")
+    for skipped in exported.not_routed:
+        note(f"  reference at {skipped['sizes']}: verified, but {skipped['why']}")
+    for bucket in exported.buckets + exported.unverified_buckets:
+        note(f"  {bucket_line(bucket)}")
+    if exported.buckets:
+        note("  inside a bucket only the sizes sampled are proven; the rest is inferred by sampling (see the README)")
     if result.test_output:
         note(result.test_output.rstrip())
 
@@ -208,6 +220,8 @@ def optimize_table(summary: dict[str, Any]) -> Table:
         table.add_row("[bold yellow]envelope[/]", escape(summary["envelope_finding"]))
     if summary.get("op"):
         table.add_row("drop-in op", escape(f"{summary['op']} (test it: {summary['op_test']})"))
+        for line in summary.get("op_buckets") or []:
+            table.add_row("op's bucket", escape(line))
     elif summary.get("op_error"):
         table.add_row("drop-in op", escape(f"not exported: {summary['op_error']}"))
     table.add_row("time", ", ".join(f"{k} {v:.1f} s" for k, v in summary["seconds"].items()))

@@ -171,10 +171,15 @@ def test_eval_self_check_prints_what_this_machine_can_resolve(tmp_path: Path) ->
 @pytest.mark.slow
 def test_export_op_writes_a_package_only_for_an_accepted_kernel(tmp_path: Path) -> None:
     """Verified first (its sizes and around them), then written; a kernel the harness does not accept is not."""
-    done = _run("export-op", "relu", str(RELU_CANDIDATE), str(tmp_path / "op"), "--device", "cpu", "--no-test")
+    done = _run("export-op", "relu", str(RELU_CANDIDATE), str(tmp_path / "op"), "--device", "cpu", "--no-test",
+                "--bucket-samples", "1")
     assert done.returncode == 0, done.stderr
     written = json.loads(next((tmp_path / "op").glob("kw_*/export.json")).read_text())
     assert len(written["envelope"]) > 1  # the problem's own sizes and the variants judged correct
+    (bucket,) = written["buckets"]  # none declared: the hull of the sizes verified, sampled at its 4 corners + 1
+    assert bucket["origin"] == "inferred" and bucket["ranges"]["batch_size"] == [1, 31] and len(bucket["samples"]) == 5
+    assert f"bucket {bucket['bucket']} (inferred): verified; sampled at batch_size=1 dim=" in done.stderr
+    assert "kernel at batch_size=31 dim=16384 (inputs 31x16384)" in done.stderr  # every size verified is shown
     refused = _run("export-op", "gelu", str(RELU_CANDIDATE), str(tmp_path / "wrong"), "--device", "cpu")
     assert refused.returncode == 1 and "not exported: incorrect" in refused.stderr, refused.stderr
     assert not (tmp_path / "wrong").exists()

@@ -119,6 +119,10 @@ with torch.no_grad():
     mine.linear.weight = torch.nn.Parameter(torch.randn(256, 512))  # another tensor: handed to the kernel
     ref.linear.weight = torch.nn.Parameter(mine.linear.weight.detach().clone())
     routes["new parameter"] = torch.allclose(mine(x), ref(x) + 1000.0, atol=1e-3)
+    other = op.KernelModel(512, 128)  # not the constructor the kernel was verified with: the reference
+    other_ref = op.reference.Model(512, 128)
+    other_ref.load_state_dict(other.state_dict())
+    routes["other constructor"] = torch.equal(other(x), other_ref(x))
 y = mine(x)  # grad enabled, parameters that require grad: the reference, differentiable
 routes["autograd"] = y.grad_fn is not None and torch.equal(y, ref(x))
 print(json.dumps({"routes": routes, "counts": op.COUNTS}))
@@ -132,7 +136,7 @@ def test_calls_outside_the_envelope_go_to_the_reference_with_the_callers_weights
     assert exported.envelope[0]["state"] == [[[256, 512], "float32"], [[256], "float32"]]
     result = _run_script(exported.out_dir, GEMM_ROUTES.replace("PACKAGE", exported.package))
     assert result["routes"] == dict.fromkeys(result["routes"], True), result
-    assert result["counts"] == {"kernel": 4, "reference": 3, "autograd": 1}  # every call counted, grads too
+    assert result["counts"] == {"kernel": 4, "reference": 4, "autograd": 1}  # every call counted, grads too
 
 
 

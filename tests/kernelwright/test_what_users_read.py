@@ -113,7 +113,9 @@ except SystemExit as exit:
 @pytest.mark.parametrize("args", [("eval", "nosuchproblem", "k.py"), ("eval", "relu", "nosuch.py"),
                                   ("optimize", "nosuchproblem"), ("gate", "--solutions", "/nonexistent"),
                                   ("sweep", "/nonexistent"), ("export", "o.jsonl", "--format", "nope"),
-                                  ("problems", "shrink", "/nonexistent"), ("export-op", "relu", "nosuch.py", "out")])
+                                  ("problems", "shrink", "/nonexistent"), ("export-op", "relu", "nosuch.py", "out"),
+                                  ("export-op", "relu", "kernelbench/bundled/candidates/cpu/level1/1_ReLU.py", "out",
+                                   "--bucket", "batch_size=1-64")])
 def test_a_usage_error_comes_before_anything_heavy_is_imported(args: tuple[str, ...]) -> None:
     import subprocess
     import sys

@@ -14,7 +14,7 @@ import torch
 from harness.policy import EvalPolicy
 from harness.verification.static_check import check_candidate
 from kernelbench.problem import load_problem
-from kernelwright.export_op import _signatures
+from kernelwright.export_op import signatures
 from regions.compose import Accepted, compose, namespaced, strip_input_functions
 from regions.model_file import load_model_file
 from regions.plan import plan_model
@@ -53,7 +53,7 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Accepted]:
     plan = plan_model(BLOCK, "cpu", tmp_path_factory.mktemp("plan"), min_share=0.0, max_regions=8)
     region = next(r for r in plan.regions if r["slug"] == "mlp_0_linear")
     problem = load_problem(region["problem"])
-    envelope = [_signatures(problem, problem.source, None)]  # the region's own shape only: set 1 is outside
+    envelope = [signatures(problem, problem.source, None)]  # the region's own shape only: set 1 is outside
     accepted = Accepted(region["slug"], region["paths"], CHAIN, envelope, "cpu", 1.5)
     model_file = load_model_file(BLOCK)
     return compose(model_file.source, model_file.path, [accepted]), accepted
