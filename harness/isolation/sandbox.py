@@ -23,6 +23,7 @@ _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "LD_LIBRARY_PATH", "CUDA_HOME", "CU
 _TEST_SWITCHES = ("KERNELWRIGHT_TEST_TRAP_CUDA", "KERNELWRIGHT_TEST_STATIC_OFF")
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _TOKEN_VARIABLE = "KERNELWRIGHT_EVAL_TOKEN"
+_CHILD_USER = "kernelwright-child"
 _POLL_S = 0.05
 _libc = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
@@ -67,6 +68,10 @@ def child_environment(scratch: Path, cpu_threads: int, token: str, gpu: bool = F
     env.update(HOME=str(scratch), TMPDIR=str(tmp), PYTHONPATH=package_root, PYTHONDONTWRITEBYTECODE="1",
                MAX_JOBS="1", OMP_NUM_THREADS=str(cpu_threads), MKL_NUM_THREADS=str(cpu_threads),
                TORCH_EXTENSIONS_DIR=str(scratch / "torch_extensions"), PYTHONUNBUFFERED="1")
+    # the jail's root has no /etc/passwd: getpass.getuser() (torch 2.11 calls it for inductor's cache folder when
+    # torch._dynamo is imported) reads these first; without them a child jailed as nobody by root died on an H100
+    # (KeyError: 'getpwuid(): uid not found: 65534')
+    env.update(USER=_CHILD_USER, LOGNAME=_CHILD_USER)
     env[_TOKEN_VARIABLE] = token
     return env
 

@@ -19,6 +19,7 @@ def test_environment_is_an_allow_list_without_secrets(tmp_path: Path, monkeypatc
     assert "OPENAI_API_KEY" not in env and "GITHUB_TOKEN" not in env and "SOME_RANDOM_SETTING" not in env
     assert not any("secret" in value for value in env.values())
     assert env["HOME"] == str(tmp_path) and env["MAX_JOBS"] == "1"
+    assert env["USER"] == env["LOGNAME"] == "kernelwright-child"  # getpass.getuser() without /etc/passwd
     assert env["PATH"].split(os.pathsep)[0] == str(Path(sys.executable).parent)  # ninja is found
 
 
