@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pytest
 
-import harness.pipeline as pipeline
+import harness.gathering.gather as gathering
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
 from harness.records import Evaluation, Verdict
@@ -48,7 +48,7 @@ def _matmul(source: str) -> str:
 
 def _child_staged(monkeypatch: pytest.MonkeyPatch) -> None:
     """The fallback protocol (CUDA, or a machine without the freezer, a sealable file or reading a child's memory)."""
-    monkeypatch.setattr(pipeline, "parent_driven", lambda device: False)
+    monkeypatch.setattr(gathering, "parent_driven", lambda device: False)
 
 
 def _rejected_by(evaluation: Evaluation, tag: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import harness.pipeline as pipeline
+import harness.gathering.gather as gathering
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
 from harness.records import Check, Verdict
@@ -18,7 +18,7 @@ FAST = EvalPolicy(timing_budget_s=0.3, timed_checks=30)
 
 
 def _child_staged(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pipeline, "parent_driven", lambda device: False)
+    monkeypatch.setattr(gathering, "parent_driven", lambda device: False)
 
 
 def test_the_parent_driven_protocol_is_named_and_adds_no_reason() -> None:

@@ -95,7 +95,7 @@ EARLY_FORWARD = ("relu_ext.relu_forward(x[:1])  # keeps its kernel 'in use'\n"
 def test_no_inputs_reach_the_process_outside_the_timed_interval() -> None:
     """What stops it: on the parent-driven protocol no harness code in the candidate's process ever holds a timed
     call's inputs before the call (`do_stage` never runs there), so its table stays empty. Defence off (the
-    child-staged protocol, `pipeline.parent_driven` -> False, where `do_stage` does run): measured 4.0x on the
+    child-staged protocol, `gathering.gather.parent_driven` -> False, where `do_stage` does run): measured 4.0x on the
     bundled ReLU, and accepted only with its `[protocol]` reason
     (tests/harness/measurement/test_protocol_statement.py)."""
     _accepted_at_an_honest_speed(relu_variant(EARLY_FORWARD, prelude=EARLY_WORK))
