@@ -137,17 +137,17 @@ def _tensor_bytes(value: Any) -> int:
 
 
 def _elementwise_mode() -> Any:
-    """A dispatch mode counting, for every op torch's FLOP counter leaves out (pointwise, reductions, softmax,
-    norms), one FLOP per element of its largest floating tensor: the least any kernel computing it must do."""
+    """A dispatch mode counting the work of every op torch's FLOP counter leaves out (kernelbench/op_work.py: the
+    rest of the matrix-product family by its contracted size, pointwise ops, reductions, softmax and norms at one
+    FLOP per element of their largest tensor, an op no rule knows per element too: the least any kernel computing
+    it must do)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import FlopCounterMode
 
+    from kernelbench.op_work import op_flops
+
     counted = set(FlopCounterMode().flop_registry)
-    free = {torch.ops.aten.view.default, torch.ops.aten._unsafe_view.default, torch.ops.aten.t.default,
-            torch.ops.aten.transpose.int, torch.ops.aten.permute.default, torch.ops.aten.expand.default,
-            torch.ops.aten.detach.default, torch.ops.aten.clone.default, torch.ops.aten.copy_.default,
-            torch.ops.aten.empty.memory_format, torch.ops.aten.zeros.default, torch.ops.aten.ones.default}
 
     class ElementwiseFlops(TorchDispatchMode):
         def __init__(self) -> None:
@@ -156,10 +156,8 @@ def _elementwise_mode() -> Any:
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
             out = func(*args, **(kwargs or {}))
-            if func.overloadpacket not in counted and func not in free and "view" not in func.__name__:
-                tensors = [t for t in torch.utils._pytree.tree_leaves((args, kwargs, out))
-                           if isinstance(t, torch.Tensor) and t.is_floating_point()]
-                self.flops += float(max((t.numel() for t in tensors), default=0))
+            if func.overloadpacket not in counted:
+                self.flops += op_flops(func, args, kwargs or {}, out, unknown="elements")
             return out
 
     return ElementwiseFlops()

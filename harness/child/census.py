@@ -19,10 +19,12 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 from harness.verification.bookkeeping import BOOKKEEPING
+from kernelbench import op_work
 
 INSIDE = " inside the kernel"  # the name suffix of an operator the candidate's own function called
-_MATMUL_LIKE = {"matmul", "linear", "einsum", "tensordot", "inner", "dot", "vdot", "mv"}
 _TORCH_NAMESPACES = {"aten", "prim", "prims", "_c10d_functional", "c10d", "quantized", "profiler"}
+_COMPUTE_NAMESPACES = {"aten", "prims", "quantized"}  # PyTorch's operators that compute (a prims or quantized
+# operator runs its ATen work with the census popped: it is counted as itself)
 
 
 def _name(func: Any) -> tuple[str, str]:
@@ -46,7 +48,7 @@ def prepare() -> None:
 
     with Nothing():
         torch.zeros(1).add(1)
-    _registry()  # torch's FLOP counter, imported now for the same reason
+    op_work.prepare()  # torch's FLOP counter and decompositions, imported now for the same reason
 
 
 def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tuple[Any, dict[str, Any]]:
@@ -58,36 +60,10 @@ def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tu
 
 
 def op_flops(func: Any, args: tuple, kwargs: dict[str, Any], out: Any) -> float:
-    """An operator's work: torch's FLOP counter where it has a formula (mm, addmm, bmm, convolution, attention),
-    2 x output elements x the contracted size for the matmul family it leaves to decompositions, and one FLOP per
-    element of the largest floating tensor for everything else (kernelbench/shrink.py counts the reference so)."""
-    import torch
-    from torch.utils._pytree import tree_leaves
-
-    packet = getattr(func, "overloadpacket", None)
-    registry = _registry()
-    try:
-        if packet in registry:
-            return float(registry[packet](*args, **kwargs, out_val=out))
-        tensors = [t for t in tree_leaves((args, kwargs, out)) if isinstance(t, torch.Tensor) and
-                   t.is_floating_point()]
-        if _name(func)[1] in _MATMUL_LIKE and isinstance(out, torch.Tensor) and args and \
-                isinstance(args[0], torch.Tensor) and args[0].dim():
-            return 2.0 * out.numel() * args[0].shape[-1]
-        return float(max((t.numel() for t in tensors), default=0))
-    except Exception:  # a formula that cannot read these arguments: the least work, one per element
-        return 0.0
-
-
-_REGISTRY: dict[Any, Any] = {}
-
-
-def _registry() -> dict[Any, Any]:
-    if not _REGISTRY:
-        from torch.utils.flop_counter import FlopCounterMode
-
-        _REGISTRY.update(FlopCounterMode().flop_registry)
-    return _REGISTRY
+    """An operator's work (kernelbench/op_work.py): a formula for the matrix-product family, one FLOP per element
+    for linear work, a decomposition's operators, and for an operator no rule knows the most its shapes allow (a
+    matrix product's): library work is counted by what it can compute, never as one FLOP per element by default."""
+    return op_work.op_flops(func, args, kwargs, out, unknown="bound")
 
 
 def _backend(args: tuple) -> Any:
@@ -127,11 +103,11 @@ def counting(depth: Callable[[], int], timed: bool) -> Iterator[dict[str, Any]]:
                     with Census(inside=True):  # its C++ calls into the dispatcher pass this census again
                         return func.redispatch(backend, *args, **kwargs)
             inside = self.inside or depth() > 0
-            counted = namespace == "aten" and op not in BOOKKEEPING
+            counted = namespace in _COMPUTE_NAMESPACES and op not in BOOKKEEPING
             started = time.perf_counter()
             result = func(*args, **kwargs)
             if counted:
-                name = f"aten.{op}" + (INSIDE if inside else "")
+                name = f"{namespace}.{op}" + (INSIDE if inside else "")
                 counts[name] = counts.get(name, 0) + 1
                 flops[0] += op_flops(func, args, kwargs, result)
                 if not inside:

@@ -24,7 +24,7 @@ from typing import Any
 
 from harness.policy import EvalPolicy
 
-CHECKS_REVISION = 2  # bump when a check changes what it accepts without its registry row changing
+CHECKS_REVISION = 3  # bump when a check changes what it accepts without its registry row changing
 UNVERSIONED = "unversioned"  # what an evaluation stored before versions says
 RESOURCE_FIELDS = frozenset({
     "warmup_calls", "min_timed_calls", "max_timed_calls", "timing_budget_s", "timing_precision", "timeout_s",
