@@ -251,7 +251,10 @@ def _self_time(profile: Profile, min_share: float) -> list[Skipped]:
     for path, record in profile.modules.items():
         if not record.leaf and profile.share(record.self_ms) >= min_share:
             found.append(Skipped(path, profile.share(record.self_ms), f"computed in {record.type_name}.forward "
-                                 "itself (functional calls, not submodules): kernelwright extracts modules"))
+                                 "itself (functional calls such as torch.matmul or q @ k.T, not submodules): "
+                                 "kernelwright captures a region's inputs and routes it to its kernel at a module's "
+                                 "call, and a functional call has none; move that arithmetic into a module of your "
+                                 "file (an nn.Module whose forward it is) to make it a region"))
     return found
 
 

@@ -14,6 +14,7 @@ import torch
 from harness.policy import EvalPolicy
 from harness.verification.static_check import check_candidate
 from kernelbench.problem import load_problem
+from kernelbench.shrink import rewrite_constants
 from kernelwright.export_op import signatures
 from regions.compose import Accepted, compose, namespaced, strip_input_functions
 from regions.model_file import load_model_file
@@ -34,7 +35,7 @@ cpp_source = "// built elsewhere"
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.m0 = nn.Linear(64, 1024, bias=True)
+        self.m0 = nn.Linear(16, 4096, bias=True)
 
     def forward(self, x):
         return torch.nn.functional.linear(x, self.m0.weight, self.m0.bias)
@@ -53,7 +54,8 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Accepted]:
     plan = plan_model(BLOCK, "cpu", tmp_path_factory.mktemp("plan"), min_share=0.0, max_regions=8)
     region = next(r for r in plan.regions if r["slug"] == "mlp_0_linear")
     problem = load_problem(region["problem"])
-    envelope = [signatures(problem, problem.source, None)]  # the region's own shape only: set 1 is outside
+    served = {"batch_size": 8, "dim1": 32}  # set 2's shape only (whichever set the problem is written at): set 1 is outside
+    envelope = [signatures(problem, rewrite_constants(problem.source, served), served)]
     accepted = Accepted(region["slug"], region["paths"], CHAIN, envelope, "cpu", 1.5)
     model_file = load_model_file(BLOCK)
     return compose(model_file.source, model_file.path, [accepted]), accepted
@@ -74,7 +76,7 @@ def test_patched_model_matches_and_guards(composed: tuple[str, Accepted]) -> Non
             torch.testing.assert_close(model(*inputs), reference(*inputs), rtol=1e-5, atol=1e-5)
             # set 1 (2x128 tokens) is outside the kernel's verified envelope: the model's own modules ran
             assert counts == ({"kernel": 0, "reference": 1} if index == 0 else {"kernel": 1, "reference": 1})
-    x = torch.randn(8, 32, 64, requires_grad=True)  # autograd in play: the reference, differentiable
+    x = torch.randn(8, 32, 16, requires_grad=True)  # autograd in play: the reference, differentiable
     model(x).sum().backward()
     assert counts["reference"] == 2 and x.grad is not None
 
@@ -113,7 +115,7 @@ def test_combine_weights_time_not_ratios() -> None:
 
 def test_attribution_keeps_survivors_and_drops_the_rest(composed: tuple[str, Accepted]) -> None:
     _, region = composed
-    served = {0: [2, 128, 64], 1: [8, 32, 64]}
+    served = {0: [2, 128, 16], 1: [8, 32, 16]}
     weights = {0: 0.25, 1: 0.75}
     kept = attribute(region, 0.4, served, "float32", weights, _sets(1.2, 1.2), region_ms=4.0)
     assert kept.kept and kept.predicted == pytest.approx(predicted([(0.4, 1.5)]))
@@ -138,7 +140,7 @@ def test_report_shows_time_per_region_before_and_after(tmp_path: Path, composed:
     from reports.model_report import write_model_report
 
     _, region = composed
-    record = attribute(region, 0.4, {1: [8, 32, 64]}, "float32", {0: 0.25, 1: 0.75}, _sets(1.2, 1.2), 4.0)
+    record = attribute(region, 0.4, {1: [8, 32, 16]}, "float32", {0: 0.25, 1: 0.75}, _sets(1.2, 1.2), 4.0)
     result = {"model": "block.py", "device": "cpu", "regions": [asdict(record)], "kept": [region.slug],
               "predicted": record.predicted, "end_to_end": asdict(record.measured), "eval_command": "kernelwright eval"}
     page = write_model_report(tmp_path, result, [{"slug": region.slug, "ms": 4.0}]).read_text()
@@ -160,7 +162,7 @@ def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path
     measured = {("mlp_0_linear",): 1.2, ("other",): 1.1, ("mlp_0_linear", "other"): 0.9}
     monkeypatch.setattr(regions.verify, "judge_patch",
                         lambda _m, chosen, *_a, **_k: ("", _sets(*[measured[tuple(a.slug for a in chosen)]] * 2)))
-    info = {"share": 0.3, "ms": 3.0, "dtype": "float32", "served": {"0": [2, 128, 64], "1": [8, 32, 64]}}
+    info = {"share": 0.3, "ms": 3.0, "dtype": "float32", "served": {"0": [2, 128, 16], "1": [8, 32, 16]}}
     plan = Plan(str(BLOCK), "cpu", str(tmp_path), 10.0, [], [], [],
                 [{"slug": "mlp_0_linear", **info}, {"slug": "other", **info}], [], [])
     result = verify_model(plan, [first, second], EvalPolicy(), compile_baseline=False)
@@ -171,7 +173,7 @@ def test_regions_kept_alone_but_losing_together_leave_the_fastest(tmp_path: Path
     assert (tmp_path / "report.html").is_file()
 
 
-def test_the_whole_model_is_judged_without_the_kernel_share_floor_but_with_the_kernel_and_the_knockout(
+def test_the_whole_model_is_judged_without_the_share_floor_with_the_kernel_the_knockout_and_more_timing(
         composed: tuple[str, Accepted], monkeypatch: pytest.MonkeyPatch) -> None:
     """A region's kernel does a small part of the whole model's time by design: only the work-share floor of a
     kernel's own problem is lowered for patched.py (the rest of forward is the user's modules); a kernel must still
@@ -184,7 +186,10 @@ def test_the_whole_model_is_judged_without_the_kernel_share_floor_but_with_the_k
     monkeypatch.setattr(regions.verify, "_set_result", lambda index, weight, _e: SetResult(index, weight, "crash", None, None, None, None))
     regions.verify.judge_patch(load_model_file(BLOCK), [region], "cpu", EvalPolicy(require_custom_kernel=False))
     assert len(seen) == 2 and all(p.require_custom_kernel and p.min_kernel_share == 0.0 and p.knockout and
-                                  p.hardening and p.static_policy == "default" for p in seen)
+                                  p.hardening and p.static_policy == "default" and p.noise_floor for p in seen)
+    assert all(p.process_pairs >= 6 and p.timing_budget_s >= 4.0 for p in seen)  # more measurement, never less
+    longer = regions.verify.whole_model_policy(EvalPolicy(process_pairs=8, timing_budget_s=10.0))
+    assert (longer.process_pairs, longer.timing_budget_s) == (8, 10.0)
     assert EvalPolicy().min_kernel_share == 0.05  # a kernel's own problem keeps its floor
 
 

@@ -14,7 +14,8 @@ import pytest
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
 from kernelbench.problem import load_problem
-from kernelwright.export_op import _signatures
+from kernelbench.shrink import rewrite_constants
+from kernelwright.export_op import signatures
 from regions.compose import Accepted, compose
 from regions.model_file import load_model_file
 from regions.plan import plan_model
@@ -23,7 +24,7 @@ from regions.verify import whole_model_policy
 REPO = Path(__file__).parents[2]
 BLOCK = REPO / "regions" / "examples" / "transformer_block.py"
 SCRIPT = REPO / "agent" / "scripts" / "demo_transformer_block.json"
-SET = 1  # 8 x 32 tokens: the region's own problem's shape, inside the kernel's envelope
+SET = 1  # 8 x 32 tokens, inside the kernel's envelope
 
 # the SwiGLU behind the guard in PyTorch: a build is written, in a function forward never calls
 NEVER_BUILT = '''
@@ -53,10 +54,12 @@ def _judge(tmp_path: Path, kernel_source: str) -> tuple[str, list[str]]:
     plan = plan_model(BLOCK, "cpu", tmp_path / "plan", min_share=0.0, max_regions=8, only=["mlp.1"])
     region = next(r for r in plan.regions if r["slug"] == "mlp_1_swiglu")
     problem = load_problem(region["problem"])
-    accepted = Accepted(region["slug"], region["paths"], kernel_source, [_signatures(problem, problem.source, None)],
-                        "cpu", 2.0)
+    served = {"batch_size": 8, "dim1": 32}  # SET's shape, whichever set the problem is written at
+    envelope = [signatures(problem, rewrite_constants(problem.source, served), served)]
+    accepted = Accepted(region["slug"], region["paths"], kernel_source, envelope, "cpu", 2.0)
     model_file = load_model_file(BLOCK)
-    policy = whole_model_policy(EvalPolicy(envelope=False, timing_budget_s=0.2, process_pairs=1))
+    brief = {"timing_budget_s": 0.2, "process_pairs": 1}  # the verdict is under test here, not the interval
+    policy = whole_model_policy(EvalPolicy(envelope=False)).model_copy(update=brief)
     evaluation = evaluate(model_file.set_problem(SET), compose(model_file.source, model_file.path, [accepted]),
                           "cpu", policy)
     return evaluation.verdict.value, [str(r) for r in evaluation.reasons]
