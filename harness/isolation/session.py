@@ -103,11 +103,25 @@ def _toolkit() -> list[Path]:
     return [default, Path(os.path.realpath(default))] if default.exists() else []
 
 
+COMPILER_VARIABLES = ("CC", "CXX")  # the compilers torch's builds use (the child environment passes them on)
+
+
 def _tools() -> list[Path]:
-    """The programs a build runs, where PATH finds them (a pip-installed ninja or a wrapper nvcc in /usr/local/bin
-    is not in /usr/bin): each file itself, and the file it really is."""
-    found = [shutil.which(tool) for tool in ("ninja", "nvcc", "c++", "g++", "cc", "gcc")]
-    return [Path(p) for tool in found if tool for p in dict.fromkeys([tool, os.path.realpath(tool)])]
+    """The programs a build runs, where PATH or the environment (CC, CXX: /opt/gcc/bin/g++ on a GPU image) finds
+    them: each file itself, the file it really is, and, for a compiler installed outside the system folders, its
+    whole installation (g++ runs cc1plus and reads headers and libraries from its own prefix)."""
+    named = [os.environ[v].split()[0] for v in COMPILER_VARIABLES if os.environ.get(v, "").strip()]
+    found = [shutil.which(tool) for tool in ("ninja", "nvcc", "c++", "g++", "cc", "gcc", *named)]
+    files = [Path(p) for tool in found if tool for p in dict.fromkeys([tool, os.path.realpath(tool)])]
+    return [*files, *(_installation(f) for f in files if f.name != "ninja" and _installation(f))]
+
+
+def _installation(program: Path) -> Path | None:
+    """The prefix a compiler was installed into (the folder above its bin/), unless that is a system folder or one
+    shared with other installs (/usr, /usr/local), where only the program's own files are bound."""
+    folder = program.parent
+    prefix = folder.parent if folder.name == "bin" else folder
+    return None if _shared(prefix) or str(prefix) == "/opt" else prefix
 
 
 def hidden_folders() -> list[Path]:

@@ -33,6 +33,21 @@ def test_a_jailed_child_imports_the_harness_from_the_folder_that_holds_it(tmp_pa
     assert holder / "harness" in needed_folders()  # its packages, not the rest of the project
 
 
+def test_a_compiler_the_environment_names_comes_with_its_installation(tmp_path: Path, monkeypatch) -> None:
+    """A GPU image names CXX=/opt/gcc/bin/g++: g++ runs cc1plus and reads headers from its own prefix, so the jail
+    shows that prefix (without it every build failed `g++: not found`); a compiler in a shared folder
+    (/usr/local/bin) brings only its own file, never the whole folder."""
+    prefix = tmp_path / "gcc-13"
+    (prefix / "bin").mkdir(parents=True)
+    compiler = prefix / "bin" / "g++"
+    compiler.write_text("#!/bin/sh\n")
+    compiler.chmod(0o755)
+    monkeypatch.setenv("CXX", f"{compiler} -fno-plt")
+    assert prefix in needed_folders() and "CXX" in child_environment(tmp_path, 1, "t")
+    monkeypatch.setenv("CXX", "/usr/local/bin/g++")
+    assert Path("/usr/local") not in needed_folders()
+
+
 def test_kill_tree_reaches_grandchildren_and_escaped_processes(tmp_path: Path) -> None:
     token = f"kw-test-{uuid.uuid4().hex}"  # unique, so sleepers of another run are never counted
     env = dict(os.environ, KERNELWRIGHT_EVAL_TOKEN=token)
