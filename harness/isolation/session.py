@@ -58,8 +58,15 @@ def needed_folders() -> list[Path]:
     prefixes = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
     found = [*(p for p in prefixes if not _shared(p)), *(_own_paths() if any(map(_shared, prefixes)) else []),
              *([user_site] if user_site else []), *code, headers, *named]
-    found += [p for p in [*_toolkit(), *_tools()] if not _already_there(p, found)]
+    found += [p for p in [*_package_folders(), *_toolkit(), *_tools()] if not _already_there(p, found)]
     return [path for path in dict.fromkeys(found) if path.is_absolute() and path.exists()]
+
+
+def _package_folders() -> list[Path]:
+    """Every package folder on the interpreter's path, wherever it lies: a .pth file can add another
+    interpreter's site-packages (`make setup TORCH_SPEC=skip` on the GPU image adds the image's own, where torch and
+    pydantic live; without it every child died at start-up: `No module named 'pydantic'`, H100, 2026-11-28)."""
+    return [Path(p) for p in sys.path if Path(p).name in ("site-packages", "dist-packages")]
 
 
 def _already_there(path: Path, found: list[Path]) -> bool:

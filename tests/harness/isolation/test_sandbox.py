@@ -48,6 +48,15 @@ def test_a_compiler_the_environment_names_comes_with_its_installation(tmp_path: 
     assert Path("/usr/local") not in needed_folders()
 
 
+def test_package_folders_a_pth_file_adds_are_shown(tmp_path: Path, monkeypatch) -> None:
+    """`make setup TORCH_SPEC=skip` puts another interpreter's site-packages on the path (a .pth file): the jail
+    shows it, or a child cannot import pydantic or torch from there."""
+    added = tmp_path / "lib" / "python3.12" / "site-packages"
+    added.mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(added))
+    assert added in needed_folders()
+
+
 def test_kill_tree_reaches_grandchildren_and_escaped_processes(tmp_path: Path) -> None:
     token = f"kw-test-{uuid.uuid4().hex}"  # unique, so sleepers of another run are never counted
     env = dict(os.environ, KERNELWRIGHT_EVAL_TOKEN=token)
