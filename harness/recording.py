@@ -63,7 +63,8 @@ def _record_timing(evaluation: Evaluation, facts: Facts, decision: Decision, pro
     timed = facts.timed
     assert timed is not None
     evaluation.isolation["protocol"] = "parent-driven" if timed.parent_reads else "child-staged"
-    evaluation.isolation["audits"] = {"knockouts": timed.knockouts, "knocked_out_right": timed.knocked_out_right,
+    audited = timed.audited
+    evaluation.isolation["audits"] = {"knockouts": audited.knockouts, "knocked_out_right": audited.knocked_out_right,
                                       "kernel_share": facts.kernel_share}
     reading = facts.reading
     if reading is not None and decision.passed(timing_samples):

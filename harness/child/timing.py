@@ -119,23 +119,24 @@ class TimedCalls:
     def do_go(self, command: P.Go) -> P.Done:
         """The staged calls back to back, one device sync at the end. On CUDA, L2 is flushed on the device before
         each call and CUDA events bracket each call (reported; the parent's clock over the batch checks them)."""
-        before = self.switch.calls
+        before, audit = self.switch.calls, command.audit
         if self.job.device != "cuda":
-            own_ns, found = self._calls(self.staged, command.poison, bool(command.clock), bool(command.census))
+            own_ns, found = self._calls(self.staged, audit)
             C.sync(self.job.device)
             self.kernel_calls["timed"] += self.switch.calls - before
-            return P.Done(len(self.outputs), own_ns=own_ns, poisoned=self._poisoned(command.poison), census=found)
+            return P.Done(len(self.outputs), own_ns=own_ns, poisoned=self._poisoned(audit), census=found)
         import torch
 
         marks = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in self.staged]
         self.outputs = []
-        self.switch.auditing = bool(command.census) or command.poison is not None
+        poison, census = _poison(audit), audit is not None and audit.census
+        self.switch.auditing = census or poison is not None
         try:
-            with self._census(bool(command.census)) as found:
+            with self._census(census) as found:
                 for index, (inputs, (start, end)) in enumerate(zip(self.staged, marks)):
                     self.flush()
                     start.record()
-                    self.outputs.append(self._call(inputs, index == command.poison))
+                    self.outputs.append(self._call(inputs, index == poison))
                     end.record()
                 # every stream of the device finishes before the next call starts: work a candidate queues on a
                 # side stream (or a stream per call) cannot overlap later calls, so the parent's clock over the
@@ -145,7 +146,7 @@ class TimedCalls:
             self.switch.auditing = False
         self.kernel_calls["timed"] += self.switch.calls - before
         return P.Done(len(self.outputs), event_ms=[start.elapsed_time(end) for start, end in marks],
-                      poisoned=self._poisoned(command.poison), census=found if command.census else None)
+                      poisoned=self._poisoned(audit), census=found if census else None)
 
     # -- the audits among timed calls: one call knocked out, one batch's kernel time summed ------------------
 
@@ -162,10 +163,11 @@ class TimedCalls:
         finally:
             self.switch.poison = False
 
-    def _calls(self, batch: list[list[Any]], poison: int | None, clock: bool,
-               census: bool) -> tuple[int | None, dict[str, Any] | None]:
-        """forward() on each input set into `self.outputs`; with `clock`, the nanoseconds inside the candidate's
-        kernel functions (CPU: its calls are synchronous); with `census`, the operators run outside them."""
+    def _calls(self, batch: list[list[Any]], audit: P.Audit | None) -> tuple[int | None, dict[str, Any] | None]:
+        """forward() on each input set into `self.outputs`; an audit batch (harness/audits/): the knock-out's call
+        poisoned, with the share's clock the nanoseconds inside the candidate's kernel functions (CPU: its calls are
+        synchronous), with the census the operators run outside them."""
+        poison, clock, census = _poison(audit), audit is not None and audit.clock, audit is not None and audit.census
         self.outputs = []
         self.switch.clocked, before = clock, self.switch.own_s
         self.switch.auditing = clock or census or poison is not None
@@ -192,8 +194,8 @@ class TimedCalls:
             finally:
                 self.switch.own_modes = 0
 
-    def _poisoned(self, poison: int | None) -> bool | None:
-        return None if poison is None else self.switch.wrapped > 0
+    def _poisoned(self, audit: P.Audit | None) -> bool | None:
+        return None if _poison(audit) is None else self.switch.wrapped > 0
 
     # -- the parent's hands: it writes the slots and reads the outputs (measurement/frozen_calls.py) -----------
 
@@ -224,10 +226,13 @@ class TimedCalls:
             self.held[handle] = self.outputs[index]  # still holding a result): their memory must stay as it is
         self.outputs = []  # the previous batch's outputs are released first, the same way before every batch
         before = self.switch.calls
-        own_ns, found = self._calls([self.slots[index] for index in command.slots], command.poison,
-                                    bool(command.clock), bool(command.census))
+        own_ns, found = self._calls([self.slots[index] for index in command.slots], command.audit)
         C.sync(self.job.device)
         self.kernel_calls["timed"] += self.switch.calls - before
         return P.Done(len(self.outputs), outputs=[describe_output(o) for o in self.outputs],
-                      kernel_calls=self.switch.calls - before, own_ns=own_ns, poisoned=self._poisoned(command.poison),
+                      kernel_calls=self.switch.calls - before, own_ns=own_ns, poisoned=self._poisoned(command.audit),
                       census=found)
+
+
+def _poison(audit: P.Audit | None) -> int | None:
+    return audit.poison if audit is not None else None

@@ -79,8 +79,8 @@ class Facts:
     def kernel_share(self) -> float | None:
         """The candidate's kernels' share of forward's time: clocked over an audit batch among the timed calls
         (CPU), else the census call's own reading (nothing timed), else None (CUDA)."""
-        if self.timed is not None and self.timed.own_share is not None:
-            return self.timed.own_share
+        if self.timed is not None and self.timed.audited.own_share is not None:
+            return self.timed.audited.own_share
         return (self.census or {}).get("share")
 
     @property

@@ -164,7 +164,7 @@ def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
         findings.append(_rejects(Check.GHOST_KERNEL, "the candidate's kernel functions were never called during the "
                                  "timed calls: what was timed is some other code path"))
     if facts.knockout_matched:
-        where = "on a timed call" if timed is not None and timed.knockouts else "on a call of its own"
+        where = "on a timed call" if timed is not None and timed.audited.knockouts else "on a call of its own"
         findings.append(_rejects(
             Check.GHOST_KERNEL, f"with every function of the candidate's extension poisoned {where}, "
             "forward() still returned the right answer: the kernel does not compute the "
@@ -175,7 +175,7 @@ def ghost_kernel(facts: Facts, policy: EvalPolicy) -> list[Finding]:
 def runtime_compute(facts: Facts, policy: EvalPolicy) -> list[Finding]:
     """PyTorch compute that forward ran, outside the candidate's kernels or inside them, however it was reached:
     strict rejects it; default says it, with the kernels' share of forward's time (on the CPU: clocked inside them
-    over an audit batch among the timed calls, harness/measurement/timed_calls.py) and of its work (the reference's
+    over an audit batch among the timed calls, harness/audits/share.py) and of its work (the reference's
     FLOPs the library's calls left undone, harness/verification/work_share.py), and credits no speedup to kernels
     that do a negligible share of either: that speedup is PyTorch's (time spent spinning buys no work)."""
     census = facts.census

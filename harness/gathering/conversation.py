@@ -5,7 +5,7 @@ Each step reads what was heard so far and returns what is heard after it (`Heard
 reports (`ChildFailed`) or a process that stops answering (`ChildStopped`) ends the conversation where it stood.
 Each step after the trials runs only while the correctness gates pass: nothing is timed that is decided. The
 knock-out, the kernels' clocked share and the census are audit batches among the timed calls
-(harness/measurement/timed_calls.py); where nothing is timed, the knock-out and the census are calls of their own
+(harness/audits/); where nothing is timed, the knock-out and the census are calls of their own
 after the trials."""
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from typing import Any, Callable
 from harness.child import job as J
 from harness.decision.facts import Facts
 from harness.decision.gates import CORRECTNESS, decide
-from harness.defences import is_off
-from harness.gathering.outputs import closeness, compared, saved_outputs, valid_census
+from harness.audits import census as C
+from harness.audits.knockout import Knockout
+from harness.gathering.outputs import closeness, compared, saved_outputs
 from harness.gathering.process_sets import Peers, answered, process_count, time_sets
 from harness.isolation import protocol as P
 from harness.isolation.session import ChildSession, ChildStopped
@@ -147,8 +148,8 @@ def _still_correct(talk: Talk, heard: Heard) -> Heard:
 
 def _knockout_call(talk: Talk, heard: Heard) -> Heard:
     """Nothing timed: one call of its own with every kernel function poisoned (compared once the child is done)."""
-    policy, reference = talk.policy, talk.reference
-    if talk.peers.ref is not None or not (policy.hardening and policy.knockout) or is_off("knockout"):
+    reference = talk.reference
+    if talk.peers.ref is not None or not Knockout().runs(talk.policy, talk.job.device):
         return heard
     assert reference is not None
     answered(talk.session, _slot_command(P.Knockout, talk, reference.knockout_inputs or reference.trial_inputs[0]))
@@ -162,7 +163,7 @@ def _census_call(talk: Talk, heard: Heard) -> Heard:
         return heard
     assert reference is not None
     found = answered(talk.session, _slot_command(P.Census, talk, reference.trial_inputs[0]))
-    return heard.with_facts(census=None if found is None else valid_census(found.census))
+    return heard.with_facts(census=None if found is None else C.of_its_own(found.census))
 
 
 def _timing(talk: Talk, heard: Heard) -> Heard:
@@ -173,9 +174,8 @@ def _timing(talk: Talk, heard: Heard) -> Heard:
     talk.say("timing reference and candidate, each in its own process")
     timed = time_sets(talk.session, talk.peers, talk.reference, talk.policy, talk.job, talk.scratch, talk.side)
     talk.seconds["timing_wait"] = timed.slot_wait_s
-    census = heard.facts.census if timed.census_ops is None else {
-        "ops": timed.census_ops, "share": None, "calls": timed.census_calls, "flops": timed.census_flops}
-    return heard.with_facts(timed=timed, knockout_matched=timed.knocked_out_right, census=census)
+    return heard.with_facts(timed=timed, knockout_matched=timed.audited.knocked_out_right,
+                            census=C.among_timed(timed.audited) or heard.facts.census)
 
 
 def _processes(talk: Talk, heard: Heard) -> Heard:

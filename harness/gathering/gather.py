@@ -18,7 +18,7 @@ from harness.decision.facts import ChildFacts, Facts
 from harness.decision.gates import CORRECTNESS, decide
 from harness.feedback.nvml import telemetry_flags
 from harness.gathering.conversation import Heard, Progress, Talk, converse
-from harness.gathering.outputs import knocked_out_still_right
+from harness.audits.knockout import still_right
 from harness.gathering.process_sets import start_peers
 from harness.isolation.sandbox import ChildOutcome
 from harness.isolation.scratch_quota import is_quota
@@ -93,7 +93,7 @@ def _child_ended(heard: Heard, scratch: Path, outcome: ChildOutcome, policy: Eva
         facts = replace(facts, notes=facts.notes + flags)
     knocked = scratch / J.KNOCKOUT_FILE
     if heard.knockout_call and knocked.exists() and facts.reference is not None:
-        facts = replace(facts, knockout_matched=knocked_out_still_right(knocked, facts.reference, policy))
+        facts = replace(facts, knockout_matched=still_right(knocked, facts.reference, policy))
     return facts
 
 

@@ -1,5 +1,5 @@
-"""What the candidate's process left for the parent to read: its saved outputs, the knock-out's output, its
-census; each untrusted, compared or validated here (runs in the parent)."""
+"""What the candidate's trials gave: its saved outputs read back, every call compared with the reference's, and
+how close the outputs that passed are to a float64 run (runs in the parent; untrusted, compared here)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from harness.decision.facts import Comparison
-from harness.measurement.timed_calls import census_flops
 from harness.policy import EvalPolicy
 from harness.verification.compare import compare_trial
 from harness.verification.oracle import deterministic, numerical_contract
@@ -26,27 +25,6 @@ def saved_outputs(path: Path) -> tuple[list[Any] | None, str | None]:
         return load_file(path), None
     except Exception as exc:  # a missing or tampered file: the candidate's problem, never the caller's
         return None, type(exc).__name__
-
-
-def knocked_out_still_right(path: Path, reference: ReferenceRun, policy: EvalPolicy) -> bool:
-    """Whether forward, with every function of the extension poisoned, still returned the right answer."""
-    try:
-        knocked = load_file(path)
-    except Exception:  # a tampered file proves nothing either way; the other checks still run
-        return False
-    expected = reference.outputs[0] if reference.knockout_output is None else reference.knockout_output
-    return knocked is not None and compare_trial(reference.trial_seeds[0], expected, knocked, policy).passed
-
-
-def valid_census(found: Any) -> dict[str, Any] | None:
-    """The child's census (untrusted: it can only make things worse for the candidate, or hide them)."""
-    if not isinstance(found, dict) or not isinstance(found.get("ops"), dict):
-        return None
-    ops = {str(k)[:60]: v for k, v in list(found["ops"].items())[:50] if type(v) is int and v > 0}
-    library, own = found.get("library_s"), found.get("own_s")
-    timed = type(library) is float and type(own) is float and library + own > 0
-    return {"ops": ops, "share": own / (own + library) if timed else None,
-            "flops": census_flops(found)}
 
 
 def compared(outputs: Any, reference: ReferenceRun, policy: EvalPolicy) -> dict[str, Any]:

@@ -141,10 +141,10 @@ class Staged(Reply):
 @dataclass
 class Done(Reply):
     """A batch ran: its calls; on CUDA each call's event time; after `run` where each output lies
-    (harness/measurement/frozen_calls.py reads them), the kernel calls it made and the nanoseconds spent inside
-    the candidate's kernel functions (with `clock`: the kernels' share of forward, untrusted) and whether the
-    call named `poison` ran poisoned (False: the candidate has no kernel function to poison); with `census`, the
-    PyTorch operators the batch ran outside the kernel functions (untrusted, validated by its reader)."""
+    (harness/measurement/frozen_calls.py reads them) and the kernel calls it made; for an audit batch
+    (harness/audits/ reads these, untrusted): the nanoseconds spent inside the candidate's kernel functions (the
+    share's), whether the knock-out's call ran poisoned (False: the candidate has no kernel function to poison),
+    the PyTorch operators the batch ran outside the kernel functions (the census's)."""
 
     done: int
     event_ms: list[float] | None = None
@@ -202,6 +202,44 @@ class SlotsMade(Reply):
 
 # -- commands (parent -> child) ---------------------------------------------------------------------------------
 
+KNOCKOUT, SHARE, CENSUS = "knockout", "share", "census"  # the audits among timed calls (harness/audits/)
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What an audit batch asks of the candidate's calls (harness/audits/ declares each): `knockout`, call `call`
+    with every kernel function poisoned; `share`, the time inside the kernel functions summed; `census`, the batch
+    under the compute census. On the wire: `{"kind": ..., "call": ...}`."""
+
+    kind: str
+    call: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in (KNOCKOUT, SHARE, CENSUS) or (self.call is not None and type(self.call) is not int):
+            raise TypeError(f"no such audit: {str(self.kind)[:40]!r}")
+
+    @property
+    def poison(self) -> int | None:
+        """The call to make with every kernel function poisoned (the knock-out's)."""
+        return self.call if self.kind == KNOCKOUT else None
+
+    @property
+    def clock(self) -> bool:
+        return self.kind == SHARE
+
+    @property
+    def census(self) -> bool:
+        return self.kind == CENSUS
+
+
+def _audit(value: Any) -> Audit | None:
+    """The audit a command carries, from its wire form (a dict) or as made."""
+    if value is None or isinstance(value, Audit):
+        return value
+    if not isinstance(value, dict):
+        raise TypeError("an audit is an object")
+    return Audit(**value)
+
 
 class Command(Generic[R]):
     """One command. `cmd` is its name on the wire; its dataclass fields are the rest of the message; `reply` the
@@ -214,7 +252,8 @@ class Command(Generic[R]):
         message: dict[str, Any] = {"cmd": self.cmd}
         for key, value in self.__dict__.items():
             if value is not None:
-                message[key] = value
+                message[key] = {k: v for k, v in vars(value).items() if v is not None} if isinstance(value, Audit) \
+                    else value
         return message
 
 
@@ -267,15 +306,15 @@ class Stage(Command[Staged]):
 
 @dataclass
 class Go(Command[Done]):
-    """The staged calls, back to back, on the parent's clock; the call at index `poison` with every kernel function
-    poisoned (the knock-out, at a position only the parent chose); with `clock`, the time inside the kernel
-    functions is summed; with `census`, the batch runs under the compute census. -> Done"""
+    """The staged calls, back to back, on the parent's clock; with `audit`, an audit batch (at a position only the
+    parent chose). -> Done"""
 
     cmd: ClassVar[str] = "go"
     reply: ClassVar[type[Reply]] = Done
-    poison: int | None = None
-    clock: bool | None = None
-    census: bool | None = None
+    audit: Audit | None = None
+
+    def __post_init__(self) -> None:
+        self.audit = _audit(self.audit)
 
 
 @dataclass
@@ -301,18 +340,18 @@ class Slots(Command[SlotsMade]):
 @dataclass
 class Run(Command[Done]):
     """forward() on each of `slots`, on the parent's clock; first `release` held outputs by handle and `hold`
-    `[handle, call]` of the last batch; the call at index `poison` with every kernel function poisoned (the
-    knock-out, at a position only the parent chose); with `clock`, the time inside the kernel functions is summed;
-    with `census`, the batch runs under the compute census. -> Done"""
+    `[handle, call]` of the last batch; with `audit`, an audit batch (at a position only the parent chose).
+    -> Done"""
 
     cmd: ClassVar[str] = "run"
     reply: ClassVar[type[Reply]] = Done
     slots: list[int] = field(default_factory=list)
     hold: list[list[int]] = field(default_factory=list)
     release: list[int] = field(default_factory=list)
-    poison: int | None = None
-    clock: bool | None = None
-    census: bool | None = None
+    audit: Audit | None = None
+
+    def __post_init__(self) -> None:
+        self.audit = _audit(self.audit)
 
 
 @dataclass

@@ -167,17 +167,15 @@ class FrozenSide:
             if place is not None and isinstance(value, torch.Tensor):
                 self.shared.view(place, value).copy_(value)
 
-    def batch(self, values: list[list[Any]], poison: int | None = None, clock: bool = False,
-              census: bool = False) -> tuple[int, dict[str, Any]]:
+    def batch(self, values: list[list[Any]], audit: P.Audit | None = None) -> tuple[int, dict[str, Any]]:
         """(nanoseconds, reply) of one batch of calls on `values` (one input list per call): write them while
-        frozen, then clock, thaw, `run`, `done`, clock, freeze. `poison`, `clock`: the audits of
-        harness/measurement/timed_calls.py (the knock-out call, the kernels' own time), `census`."""
+        frozen, then clock, thaw, `run`, `done`, clock, freeze. `audit`: what an audit batch asks
+        (harness/audits/)."""
         if len(values) > len(self.slots):
             raise SideFailure("more calls in a batch than input slots")
         for slot, inputs in enumerate(values):
             self.write(slot, inputs)
-        command = P.Run(list(range(len(values))), self.to_hold, self.to_release, poison, clock or None,
-                        census or None)
+        command = P.Run(list(range(len(values))), self.to_hold, self.to_release, audit)
         self.to_hold, self.to_release = [], []
         elapsed, reply = self.session.timed(command, thaw=True)
         try:

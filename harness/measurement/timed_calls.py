@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.audits.among_timed import audits_for
+from harness.audits.audit import Audit, Audited, added
 from harness.defences import is_off
 from harness.isolation import protocol as P
 from harness.isolation.protocol import R
@@ -69,18 +71,7 @@ class TimedRun:
     load: tuple[Load, Load] | None = None  # the machine's own accounts, before and after timing
     pids: tuple[int, ...] = ()  # the processes timed: reference, candidate[, copy]
     sets: list["TimedRun"] = field(default_factory=list)  # the independent process sets combined here (`combined`)
-    knockouts: int = 0  # timed calls made with the candidate's kernel functions poisoned (`Timing._audit`)
-    knocked_out_right: bool | None = None  # one of them still returned the right answer (None: none was made)
-    own_ns: int = 0  # inside the candidate's kernel functions, over the clocked audit batches (CPU)
-    clocked_ns: int = 0  # those batches' own time on the parent's clock, less the pipe
-    census_ops: dict[str, int] | None = None  # PyTorch operators run outside the kernels in the census audit batches
-    census_calls: int = 0  # the calls those batches made
-    census_flops: float = 0.0  # the work those operators did, inside the kernels too (harness/child/census.py)
-
-    @property
-    def own_share(self) -> float | None:
-        """The candidate's kernels' share of forward's time on timed calls (CPU), or None where none was clocked."""
-        return min(1.0, self.own_ns / self.clocked_ns) if self.clocked_ns > 0 else None
+    audited: Audited = field(default_factory=Audited)  # what the audit batches found (harness/audits/)
 
 
 def combined(runs: list[TimedRun]) -> TimedRun:
@@ -103,38 +94,7 @@ def combined(runs: list[TimedRun]) -> TimedRun:
         copy_ms=[v for r in runs for v in r.copy_ms], copy_event_ms=[v for r in runs for v in r.copy_event_ms],
         held_checks=sum(r.held_checks for r in runs),
         load=(first.load[0], runs[-1].load[1]) if first.load and runs[-1].load else first.load,
-        pids=tuple(pid for r in runs for pid in r.pids), sets=list(runs),
-        knockouts=sum(r.knockouts for r in runs),
-        knocked_out_right=None if all(r.knocked_out_right is None for r in runs) else any(
-            r.knocked_out_right for r in runs),
-        own_ns=sum(r.own_ns for r in runs), clocked_ns=sum(r.clocked_ns for r in runs),
-        census_ops=_merged([r.census_ops for r in runs]), census_calls=sum(r.census_calls for r in runs),
-        census_flops=sum(r.census_flops for r in runs))
-
-
-def _merged(found: list[dict[str, int] | None]) -> dict[str, int] | None:
-    """The operators counted by several census batches, added up (None where no batch ran under the census)."""
-    if all(ops is None for ops in found):
-        return None
-    merged: dict[str, int] = {}
-    for ops in found:
-        for name, count in (ops or {}).items():
-            merged[name] = merged.get(name, 0) + count
-    return merged
-
-
-def census_ops(found: Any) -> dict[str, int]:
-    """A child's census of one batch (untrusted: it can only accuse itself, or hide): operator names and counts."""
-    ops = found.get("ops") if isinstance(found, dict) else None
-    if not isinstance(ops, dict):
-        return {}
-    return {str(name)[:60]: count for name, count in list(ops.items())[:50] if type(count) is int and count > 0}
-
-
-def census_flops(found: Any) -> float:
-    """The library's work in a child's census of one batch (untrusted: it can only accuse itself, or hide)."""
-    flops = found.get("library_flops") if isinstance(found, dict) else None
-    return float(flops) if type(flops) in (int, float) and flops > 0 and flops == flops else 0.0
+        pids=tuple(pid for r in runs for pid in r.pids), sets=list(runs), audited=added([r.audited for r in runs]))
 
 
 _GO = P.Go()  # made once: nothing but its write is on the clock
@@ -176,10 +136,9 @@ class StagingSide:
     def __init__(self, session: ChildSession, reference: bool, scratch: Path) -> None:
         self.session, self.reference, self.scratch = session, reference, scratch
 
-    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
-                 clock: bool = False, census: bool = False) -> int:
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, audit: P.Audit | None = None) -> int:
         _ask(self, P.Stage(calls))
-        go = _GO if poison is None and not clock and not census else P.Go(poison, clock or None, census or None)
+        go = _GO if audit is None else P.Go(audit)
         elapsed, reply = self.session.timed(go)
         done = self.done = _read(go, reply, self.reference)
         if done.done != len(calls):
@@ -218,10 +177,9 @@ class ParentSide:
         self.side, self.reference = side, side.reference
         self.kernel_calls = 0  # in the last batch, as the child's `done` said
 
-    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, poison: int | None = None,
-                 clock: bool = False, census: bool = False) -> int:
+    def batch_ns(self, calls: list[Any], values: list[list[Any]] | None, audit: P.Audit | None = None) -> int:
         try:
-            elapsed, reply = self.side.batch(values or [], poison, clock, census)
+            elapsed, reply = self.side.batch(values or [], audit)
         except SideFailure as exc:
             raise TimingProtocolError(str(exc)) from None
         done = self.done = _read(P.Run, reply, self.reference)
@@ -280,9 +238,7 @@ class Timing:
         second reference process, timed like the other two on the same inputs (never checked: the A/A floor);
         `audits`: the knock-out and the kernels' own time among the timed calls (a candidate with kernels)."""
         self.reference, self.policy, self.device = reference, policy, device
-        self.knockout = audits and policy.hardening and policy.knockout and not is_off("knockout")
-        self.census = audits and policy.hardening  # (static_policy "off" stands for a static policy evaded)
-        self.share = self.census and device == "cpu"  # (a CPU kernel's calls finish before it returns)
+        self.audits = audits_for(policy, device) if audits else []  # one batch each (harness/audits/)
         self.frozen = pool_seed is None  # the job gave the children no pool: the parent writes every input
         self.cpus = ref.jailed.limits.cpus if self.frozen else None
         if self.frozen:
@@ -320,9 +276,8 @@ class Timing:
                        for t, recipe in calls] if self.frozen else None
         return calls
 
-    def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float, poison: int | None = None,
-                  clock: bool = False, census: bool = False) -> float:
-        elapsed = side.batch_ns(calls, self.values, poison, clock, census)
+    def _batch_ms(self, side: Side, calls: list[Any], overhead_ns: float, audit: P.Audit | None = None) -> float:
+        elapsed = side.batch_ns(calls, self.values, audit)
         if side is self.cand and isinstance(side, ParentSide):
             self.run.kernel_calls = (self.run.kernel_calls or 0) + side.kernel_calls
             self.run.candidate_calls += len(calls)
@@ -417,56 +372,43 @@ class Timing:
 
     # -- audits: batches made exactly like the timed ones, at positions only the parent drew, never sampled ----
 
-    def _audit_positions(self, batches: int) -> dict[int, str]:
-        """Where among the timed batches the knock-out batch and the clocked batch go (drawn here, in the parent,
-        after the batch count is fixed: no count of calls tells the candidate which call is audited)."""
-        kinds = [kind for kind, on in (("knockout", self.knockout), ("share", self.share), ("census", self.census))
-                 if on]
-        return dict(zip(self.rng.sample(range(batches + len(kinds)), len(kinds)), kinds))
+    def _audit_positions(self, batches: int) -> dict[int, Audit]:
+        """Where among the timed batches each audit batch goes (drawn here, in the parent, after the batch count is
+        fixed: no count of calls tells the candidate which call is audited)."""
+        return dict(zip(self.rng.sample(range(batches + len(self.audits)), len(self.audits)), self.audits))
 
-    def _audit(self, kind: str, position: int, batch: int, overhead: float, timed: int,
+    def _audit(self, audit: Audit, position: int, batch: int, overhead: float, timed: int,
                held: HeldOutputs | None) -> bool:
-        """One batch like every timed one (fresh inputs, every side, every call probed), its samples not kept:
-        `knockout` poisons the candidate's kernel functions for one call at a random index, whose output must
-        then be wrong (harness/decision/gates.py ghost_kernel); `share` sums the time inside them (CPU) against
-        the parent's clock over the same batch, `census` counts the PyTorch operators run outside them
-        (harness/child/census.py; both gates.py runtime_compute)."""
+        """One batch like every timed one (fresh inputs, every side, every call probed but an audited one), its
+        samples not kept; the candidate's batch asked what `audit` asks, its reply read as the audit reads it."""
         calls = self.recipes(batch)
-        poison = self.rng.randrange(batch) if kind == "knockout" else None
-        mine = [i for i in range(batch) if i != poison]
+        asked = audit.ask(self.rng.randrange, batch)
+        mine = [i for i in range(batch) if i != asked.poison]
         positions = probe_positions(self.rng, len(mine))
         probed: dict[bool, Any] = {}
         for side in self._order(position):
             ours = side is self.cand
-            ms = self._batch_ms(side, calls, overhead, poison if ours else None, ours and kind == "share",
-                                ours and kind == "census")
-            if ours and kind == "census":
-                self.run.census_calls += len(calls)
-                found = side.done.census if side.done is not None else None
-                self.run.census_ops = _merged([self.run.census_ops, census_ops(found)])
-                self.run.census_flops += census_flops(found)
-            own = side.done.own_ns if ours and side.done is not None else None
-            if own is not None:
-                self.run.own_ns, self.run.clocked_ns = self.run.own_ns + own, self.run.clocked_ns + int(ms * batch * 1e6)
+            ms = self._batch_ms(side, calls, overhead, asked if ours else None)
+            if ours:
+                self.run.audited = audit.read(self.run.audited, side.done, int(ms * batch * 1e6), len(calls))
             if mine and not self.frozen and side is not self.copy:
                 probed[side is self.ref] = side.probe(mine, positions)
         if mine and self.frozen:
             probed = {True: self.ref.probe(mine, positions), False: self.cand.probe(mine, positions)}
         if mine and not self._check(None, calls, mine, positions, probed[False], probed[True]):
             return False
-        if poison is not None and self.cand.done is not None and self.cand.done.poisoned:
-            self._knocked_out(calls[poison], self.cand.fetch([poison], f"knockout_{position}.pt"))
+        self.run.audited = audit.judged(self.run.audited, self.cand.done, asked,
+                                        lambda call: self._still_right(calls[call], position, call))
         return self._after_batch(held, timed, timed * batch, [], [], None)
 
-    def _knocked_out(self, call: Any, got: list[Any] | None) -> None:
-        """Whether the poisoned call still returned the right answer (its kernels are not on the output path)."""
-        right = False
-        if got:
-            trial, recipe = call
-            expected = expected_output(self.reference, self.pools, trial, recipe, self.device)
-            right = compare_trial(self.reference.trial_seeds[trial], expected, got[0], self.policy).passed
-        self.run.knockouts += 1
-        self.run.knocked_out_right = bool(self.run.knocked_out_right) or right
+    def _still_right(self, call: Any, position: int, index: int) -> bool:
+        """Whether audited call `index` of the batch (its recipe `call`) still returned the right answer."""
+        got = self.cand.fetch([index], f"knockout_{position}.pt")
+        if not got:
+            return False
+        trial, recipe = call
+        expected = expected_output(self.reference, self.pools, trial, recipe, self.device)
+        return compare_trial(self.reference.trial_seeds[trial], expected, got[0], self.policy).passed
 
     def _hold_alike(self, checked: FrozenSide) -> None:
         """The reference's processes keep the same calls' outputs as the candidate's: holding memory costs page

@@ -11,7 +11,8 @@ from harness.child.main import HANDLERS, Child
 from harness.isolation import protocol as P
 
 EXAMPLES = [P.Load(), P.Correctness(), P.Knockout(), P.Knockout(slot=0), P.Census(slot=0), P.Stage([[0, {"a": 1}]]),
-            P.Go(), P.Probe([0, 2], [[1, 5], [3, 4]]), P.Slots([[[0, 64]], [None]]), P.Run([0, 1], [[7, 0]], [3]),
+            P.Go(), P.Go(P.Audit("knockout", 3)), P.Probe([0, 2], [[1, 5], [3, 4]]), P.Slots([[[0, 64]], [None]]),
+            P.Run([0, 1], [[7, 0]], [3]), P.Run([0], audit=P.Audit("share")),
             P.Outputs([1], "timed_0.pt"), P.Finish()]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from harness.audits.audit import Audited
 from harness.child.job import ChildResult
 from harness.decision.facts import ChildFacts, Comparison, Facts
 from harness.decision.gates import (CORRECTNESS, GATES, correctness, decide, ghost_kernel, protocol_statement,
@@ -95,11 +96,11 @@ def test_kernels_doing_a_negligible_share_are_credited_no_speedup() -> None:
 def test_the_share_clocked_among_timed_calls_decides_over_the_census_call() -> None:
     """The census is one call at a known place, where a forward can run its kernels alone; the clocked audit batch
     lies among the timed calls: its share decides, even where the census saw no library compute at all."""
-    hidden = _timed(own_ns=2_000, clocked_ns=1_000_000)  # 0.2% of forward's time in the kernels
+    hidden = _timed(audited=Audited(own_ns=2_000, clocked_ns=1_000_000))  # 0.2% of forward's time in the kernels
     hiding = decide(_facts(census={"ops": {}, "share": 0.9}, timed=hidden), DEFAULT)
     assert hiding.decided_by is runtime_compute and hiding.verdict is Verdict.REJECTED
     assert "did 0% of forward's time" in hiding.findings[-1].message
-    honest = decide(_facts(census={"ops": {"aten.mm": 1}, "share": 0.01}, timed=_timed(own_ns=6, clocked_ns=10)),
+    honest = decide(_facts(census={"ops": {"aten.mm": 1}, "share": 0.01}, timed=_timed(audited=Audited(own_ns=6, clocked_ns=10))),
                     DEFAULT)
     assert honest.verdict is Verdict.ACCEPTED
     assert "did 60% of forward's time" in next(f for f in honest.findings if f.check == "runtime-compute").message
