@@ -82,10 +82,14 @@ def whole_model_policy(policy: EvalPolicy) -> EvalPolicy:
     else holds: a patched model that builds no kernel is refused (`require_custom_kernel`), and the knockout
     requires that with the kernels poisoned the patched model no longer answers, so they compute what is measured.
     A kernel is required whatever the caller's policy said: a patched model exists to run its regions' kernels."""
+    pairs = max(policy.process_pairs, WHOLE_MODEL_PAIRS)
+    # the sets are timed one after another, and a process's run clock also runs while the machine's timing slot is
+    # another evaluation's: with twice the sets, twice the clock (the demo's test timed out a reference process at
+    # 300 s under the suite's load)
+    timeout = policy.timeout_s * max(1.0, pairs / EvalPolicy().process_pairs)
     return policy.model_copy(update={
-        "min_kernel_share": 0.0, "require_custom_kernel": True,
-        "process_pairs": max(policy.process_pairs, WHOLE_MODEL_PAIRS),
-        "timing_budget_s": max(policy.timing_budget_s, WHOLE_MODEL_BUDGET_S)})
+        "min_kernel_share": 0.0, "require_custom_kernel": True, "process_pairs": pairs,
+        "timing_budget_s": max(policy.timing_budget_s, WHOLE_MODEL_BUDGET_S), "timeout_s": timeout})
 
 
 def judge_patch(model_file: ModelFile, accepted: list[Accepted], device: str, policy: EvalPolicy,

@@ -188,6 +188,7 @@ def test_the_whole_model_is_judged_without_the_share_floor_with_the_kernel_the_k
     assert len(seen) == 2 and all(p.require_custom_kernel and p.min_kernel_share == 0.0 and p.knockout and
                                   p.hardening and p.static_policy == "default" and p.noise_floor for p in seen)
     assert all(p.process_pairs >= 6 and p.timing_budget_s >= 4.0 for p in seen)  # more measurement, never less
+    assert all(p.timeout_s >= 2 * EvalPolicy().timeout_s for p in seen)  # the sets' clocks, one after another
     longer = regions.verify.whole_model_policy(EvalPolicy(process_pairs=8, timing_budget_s=10.0))
     assert (longer.process_pairs, longer.timing_budget_s) == (8, 10.0)
     assert EvalPolicy().min_kernel_share == 0.05  # a kernel's own problem keeps its floor
