@@ -154,18 +154,33 @@ def kill_tree(root_pid: int, token: str) -> list[int]:
     return killed
 
 
-def _tree_rss_mb(root_pid: int) -> float:
+def _tree_rss_mb(root_pid: int, members: set[int] | None = None) -> float:
+    """The resident memory of a process tree: the root and the `members` its control group lists where it has one
+    (every process the tree starts stays in it), else the root and its descendants as psutil finds them: that scan
+    reads every process on the machine (about 17 ms with 160 processes, 20 times a second while a child runs or a
+    build compiles: a fifth of the parent's time in an evaluation, measured on the 2-core machine, 2026-11-28)."""
+    if members:
+        procs = [proc for proc in map(_process, {root_pid, *members}) if proc is not None]
+    else:
+        try:
+            root = psutil.Process(root_pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return 0.0
     total = 0
-    try:
-        root = psutil.Process(root_pid)
-        for proc in [root, *root.children(recursive=True)]:
-            try:
-                total += proc.memory_info().rss
-            except psutil.Error:
-                continue
-    except psutil.Error:
-        return 0.0
+    for proc in procs:
+        try:
+            total += proc.memory_info().rss
+        except psutil.Error:
+            continue
     return total / 2**20
+
+
+def _process(pid: int) -> "psutil.Process | None":
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
 
 
 def signal_name(returncode: int | None) -> str:

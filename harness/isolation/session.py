@@ -230,7 +230,7 @@ class _Jailed:
             self.group.thaw()
 
     def over_memory(self) -> bool:
-        rss = _tree_rss_mb(self.proc.pid)
+        rss = _tree_rss_mb(self.proc.pid, self.group.pids())
         self.outcome.peak_rss_mb = max(self.outcome.peak_rss_mb, rss)
         return rss > self.limits.memory_mb or self.group.hit_memory_limit()
 
