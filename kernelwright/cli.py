@@ -75,6 +75,10 @@ def eval_command(
                                            "its parameters and floating inputs cast (tolerance 1e-2 at fp16/bf16, "
                                            "as KernelBench).")] = "fp32",
     timing_budget: TimingBudget = None,
+    whole_model: Annotated[bool, flag("--whole-model", help="Judge a patched model (optimize-model's patched.py "
+                                                            "against the model file) as optimize-model does: the "
+                                                            "kernels' 5% share floor lowered, a kernel still "
+                                                            "required, at least 6 process sets over 4 s.")] = False,
 ) -> None:
     """Judge one candidate exactly as the agent's harness would. Exit 0 accepted, 1 not accepted, 2 usage."""
     precheck.problem(problem)
@@ -82,7 +86,7 @@ def eval_command(
     from kernelwright import render
     from kernelwright.eval_service import eval_holds, eval_policy, judge
 
-    policy = eval_policy(policy_level, trials=trials, timeout_s=timeout, cpu_threads=threads,
+    policy = eval_policy(policy_level, whole_model, trials=trials, timeout_s=timeout, cpu_threads=threads,
                          build_timeout_s=build_timeout, envelope=not no_envelope, timing_budget_s=timing_budget)
     with progress("evaluating") as say:
         outcome = judge(problem, candidate, self_check, device, policy, db, shrink=shrink, store=not no_store,

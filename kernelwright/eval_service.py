@@ -115,11 +115,17 @@ def target_problem(problem_spec: str, shrink: bool, precision: str = "fp32") -> 
 POLICY_LEVELS = ("strict", "default")
 
 
-def eval_policy(level: str, **fields: object) -> EvalPolicy:
-    """The evaluation policy for `--policy LEVEL` and the options given with it."""
+def eval_policy(level: str, whole_model: bool = False, **fields: object) -> EvalPolicy:
+    """The evaluation policy for `--policy LEVEL` and the options given with it; `whole_model`: as optimize-model
+    judges its patched.py (regions/verify.py whole_model_policy)."""
     if level not in POLICY_LEVELS:
         raise UsageError(f"--policy {level!r}: choose strict or default")
-    return EvalPolicy(static_policy=level, **{name: value for name, value in fields.items() if value is not None})
+    policy = EvalPolicy(static_policy=level, **{name: value for name, value in fields.items() if value is not None})
+    if whole_model:
+        from regions.verify import whole_model_policy
+
+        return whole_model_policy(policy)
+    return policy
 
 
 def judge(problem_spec: str, candidate_path: Path | None, self_check: bool, device: str, policy: EvalPolicy,

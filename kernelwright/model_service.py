@@ -243,7 +243,8 @@ def verify_model(plan: Plan, accepted: list[Any], policy: Any, compile_baseline:
         "end_to_end": asdict(final) if final else None,
         "together": asdict(together) if together and final is not together else None,
         "patched": str(folder / "patched.py") if kept else None,
-        "eval_command": f"kernelwright eval {plan.model} {folder / 'patched.py'} --device {plan.device}"
+        "eval_command": f"kernelwright eval {plan.model} {folder / 'patched.py'} --device {plan.device} "
+                        "--whole-model --no-envelope"
         if kept else None}
     if compile_baseline and kept and final and final.accepted:
         result["compile"] = _against_compile(_compile_baselines(model_file, plan.device, policy, progress), final)
