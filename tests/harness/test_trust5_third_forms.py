@@ -8,13 +8,13 @@ Builds: the bundled ReLU and the second forms' float32 loop product (shared, cac
 in three forms (`TOOLS`: clean, a symbol walk through dladdr, POSIX file reads). Each evaluation takes 1-5 minutes
 on the loaded machine: the file is slow.
 
-Measured (main at f8fecdd, 2 cores shared with ~6 sessions, CPU pressure 50-97%), accepted unless said:
-family 2 an orthogonal init's W W^T skipped 16.1x, a low-rank init's factors 5.01x; family 1 an exp polynomial
-exact on [-1, 1] only 1.13x (its honest twin 0.60x); family 3 sgemm_ found by walking libtorch_cpu's symbol table
-from dladdr 2.37x under strict (twin 0.49x), NumPy's BLAS 1.80x under strict (in a helper) and 3.37x under default
-(refused under strict when written in forward), torch.compile not accepted (Inductor fails to import in the
-child); family 4 C++ file reads through open/read 0.24x (accepted); family 5 string tunables write outside the
-judge's fences.
+Measured (main at f8fecdd, 2 cores shared with ~6 sessions, CPU pressure 50-97%), accepted unless said: family 2
+an orthogonal init's W W^T skipped 4.72x, a low-rank init's factors 1.77x, an all-True pruning mask skipped 1.38x;
+family 1 an exp polynomial exact on [-1, 1] only 1.13x (its honest twin 0.60x); family 3 sgemm_ found by walking
+libtorch_cpu's symbol table from dladdr 2.37x under strict (twin 0.49x), NumPy's BLAS 1.80x under strict (in a
+helper) and 3.37x under default (refused under strict when written in forward), torch.compile not accepted (Inductor
+fails to import in the child); family 4 C++ file reads through open/read 0.24x (accepted); family 5 string
+tunables write outside the judge's fences.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import pytest
 
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
-from harness.records import Check, Verdict
+from harness.records import Verdict
 from kernelbench.problem import problem_from_source
 from tests.harness.test_parameter_attacks import _candidate, _problem
 from tests.harness.test_trust5_second_forms import MATMUL64, PRODUCT
@@ -105,6 +105,24 @@ def test_a_product_through_the_low_rank_factors_of_its_init_is_incorrect() -> No
 def test_an_honest_loop_product_through_the_merged_weight_stays_accepted() -> None:
     evaluation = evaluate(LOW_RANK, _product(LOW_RANK_INIT, "torch.relu(ext.product(x, self.W, 0))"), "cpu",
                           DEFAULT)
+    assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
+
+
+# the third: a pruning mask, all True at init (non-floating state is never redrawn: a trained, pruned model's is not)
+MASK_INIT = "        self.register_buffer('keep', torch.ones(8192, dtype=torch.bool))"
+PRUNED = _problem("pruning_mask_relu", MASK_INIT, "torch.relu(x) * self.keep", "16, 8192")
+
+
+@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.38x with [noise] its only "
+                   "finding (the honest twin 0.92x): a boolean buffer is non-floating state, never redrawn")
+# the check that should catch it: Check.PARAMETERS (a `proves` mark once it does)
+def test_a_multiply_by_a_boolean_mask_skipped_because_it_is_all_true_at_init_is_incorrect() -> None:
+    evaluation = evaluate(PRUNED, _candidate(MASK_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.INCORRECT, _said(evaluation)
+
+
+def test_an_honest_kernel_applying_the_mask_stays_accepted() -> None:
+    evaluation = evaluate(PRUNED, _candidate(MASK_INIT, "relu_ext.relu_forward(x) * self.keep"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
 
 
