@@ -9,7 +9,7 @@ from harness.decision.gates import Decision, child_ended, timing_samples
 from harness.decision.timing_reading import timing_record
 from harness.feedback.roofline import roofline
 from harness.policy import EvalPolicy
-from harness.records import Evaluation
+from harness.records import Evaluation, Numerics
 from kernelbench.problem import Problem
 
 _CHILD_PHASES = ("import", "construct", "correctness", "timing", "calls")
@@ -28,7 +28,7 @@ def record(evaluation: Evaluation, facts: Facts, decision: Decision, problem: Pr
     if facts.comparisons is not None and decision.decided_by is not child_ended:
         evaluation.trials = [c.trial for c in facts.comparisons]
     if facts.contract is not None:
-        evaluation.numerics = facts.contract.model_dump()
+        evaluation.numerics = Numerics.model_validate(facts.contract.model_dump())
     evaluation.deterministic = facts.deterministic
     if facts.census and facts.census["ops"]:
         evaluation.isolation["runtime_compute"] = {"ops": facts.census["ops"], "kernel_share": facts.kernel_share,

@@ -200,6 +200,27 @@ class TimingStats(BaseModel):
     p75_ms: float
 
 
+class OracleError(BaseModel):
+    """One side's error against the float64 oracle, the worst over the outputs and trials compared
+    (harness/verification/oracle.py measures it)."""
+
+    max_abs: float  # the largest absolute difference at a position where the oracle is finite
+    relative: float  # norm-wise: ||got - oracle|| / ||oracle|| (||got - oracle|| where the oracle is all zeros)
+    eps: float  # machine epsilon of the least precise output compared: no error below it means anything
+    dtype: str = "float32"  # that output's dtype, whose factor and floor apply (oracle.py `FACTOR`, `FLOOR_EPS`)
+    count: int = 1 << 30  # the fewest elements of an output compared (a small output's floor is higher)
+
+
+class Numerics(BaseModel):
+    """Both errors against the float64 oracle, or why there is no oracle (`skipped`): the numerical contract as
+    an evaluation records it (harness/verification/oracle.py `NumericalContract` adds what it decides)."""
+
+    candidate: OracleError | None = None
+    reference: OracleError | None = None
+    skipped: str | None = None
+    multiple: float | None = None  # the policy's factor, where it sets one; else the dtype's `FACTOR`
+
+
 class Evaluation(BaseModel):
     """The record of judging one candidate. Every field is decided in the parent process."""
 
@@ -227,7 +248,7 @@ class Evaluation(BaseModel):
     policy: dict[str, Any] = Field(default_factory=dict)
     roofline: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, Any] = Field(default_factory=dict)  # profiler records (ncu), filled on demand
-    numerics: dict[str, Any] | None = None  # both sides' error against a float64 oracle (verification/oracle.py)
+    numerics: Numerics | None = None  # both sides' error against a float64 oracle (verification/oracle.py)
     deterministic: bool | None = None  # a trial called twice on the same inputs gave the same bits
     envelope: dict[str, Any] | None = None  # correctness (and speed) at other sizes (harness/shipping/envelope.py)
 

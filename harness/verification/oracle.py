@@ -21,9 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from pydantic import BaseModel
-
-from harness.records import Check, Finding, Verdict
+from harness.records import Check, Finding, Numerics, OracleError, Verdict
 from harness.verification.reference import ReferenceRun, reference_threads
 
 # Per output dtype: how many times the reference's own error a candidate may have, and the floor (in epsilons of
@@ -62,23 +60,9 @@ def allowed_error(reference_relative: float, dtype: str, factor: float | None = 
     return (factor or FACTOR[name]) * max(reference_relative, floor_error(name, count))
 
 
-class OracleError(BaseModel):
-    """One side's error against the float64 oracle, the worst over the outputs and trials compared."""
-
-    max_abs: float  # the largest absolute difference at a position where the oracle is finite
-    relative: float  # norm-wise: ||got - oracle|| / ||oracle|| (||got - oracle|| where the oracle is all zeros)
-    eps: float  # machine epsilon of the least precise output compared: no error below it means anything
-    dtype: str = "float32"  # that output's dtype, whose factor and floor apply (`FACTOR`, `FLOOR_EPS`)
-    count: int = 1 << 30  # the fewest elements of an output compared (a small output's floor is higher)
-
-
-class NumericalContract(BaseModel):
-    """Both errors against the oracle, or why there is no oracle (`skipped`)."""
-
-    candidate: OracleError | None = None
-    reference: OracleError | None = None
-    skipped: str | None = None
-    multiple: float | None = None  # the policy's factor, where it sets one; else the dtype's `FACTOR`
+class NumericalContract(Numerics):
+    """Both errors against the oracle, or why there is no oracle (`skipped`); the record an evaluation keeps
+    (`Numerics`, harness/records.py), with the finding it makes."""
 
     def finding(self) -> Finding | None:
         return contract_finding(self.candidate, self.reference, self.multiple)

@@ -178,4 +178,6 @@ def test_a_float16_mean_that_reads_an_eighth_is_incorrect() -> None:
 def test_an_honest_float16_blocked_sum_stays_accepted() -> None:
     evaluation = evaluate(SUM_ROWS, _row_sum("1.0", 1), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.ACCEPTED, evaluation.reasons
-    assert evaluation.numerics["candidate"]["relative"] <= 2 * evaluation.numerics["reference"]["relative"] + 1e-4
+    numerics = evaluation.numerics
+    assert numerics is not None and numerics.candidate is not None and numerics.reference is not None
+    assert numerics.candidate.relative <= 2 * numerics.reference.relative + 1e-4

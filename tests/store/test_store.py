@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select, text
 
-from harness.records import Evaluation, TimingStats, Verdict
+from harness.records import Evaluation, Numerics, OracleError, TimingStats, Verdict
 from kernelbench.bundled import find_bundled
 from store import CandidateRow, EvaluationRow, ProblemRow, open_store, record_evaluation
 from store.db import StoreError
@@ -32,6 +32,23 @@ def test_round_trip_keeps_every_field(tmp_path: Path) -> None:
         assert (row.verdict, row.speedup, row.ref_samples_ms, row.device_info) == ("accepted", 1.5, [3.0, 3.0],
                                                                                   {"cpu": "test"})
         assert row.candidate.problem.fingerprint == find_bundled("relu").fingerprint
+
+
+def test_the_numerical_contract_is_a_typed_record_stored_as_the_json_it_always_was(tmp_path: Path) -> None:
+    """`Evaluation.numerics` is a `Numerics` record: the row holds the same JSON the dict held, and a row written
+    before `multiple` existed still loads."""
+    sessions = open_store(f"sqlite:///{tmp_path / 'kw.db'}")
+    within = OracleError(max_abs=1e-5, relative=1e-6, eps=1.2e-7)
+    original = _evaluation().model_copy(update={"numerics": Numerics(candidate=within, reference=within)})
+    evaluation_id = record_evaluation(sessions, find_bundled("relu"), "source", original, origin="c.py")
+    with sessions() as session:
+        row = session.get(EvaluationRow, evaluation_id)
+        assert row.record["numerics"] == {"candidate": within.model_dump(), "reference": within.model_dump(),
+                                          "skipped": None, "multiple": None}
+        row.record = {**row.record, "numerics": {"candidate": None, "reference": None, "skipped": "no float64"}}
+        session.commit()
+    loaded = load_evaluation(sessions, evaluation_id)
+    assert loaded is not None and loaded.numerics == Numerics(skipped="no float64")
 
 
 def test_same_candidate_twice_is_one_candidate_with_two_evaluations(tmp_path: Path) -> None:
