@@ -141,8 +141,10 @@ def judging(device: str, policy: EvalPolicy) -> str:
     return f"""How your kernel is judged (by a harness you cannot see or change):
 - Correctness: {policy.trials} trials with fresh seeds, the inputs of get_inputs()'s shapes redrawn from
   {len(DISTRIBUTIONS)} distributions: the problem's own, uniform (signed where the reference allows), heavy-tailed,
-  spiky (mostly near zero, a few large spikes) and large (magnitudes up to 1000, or 100x the problem's, in its
-  domain): an unguarded exp() overflows, so subtract the max in a softmax and keep softplus's threshold.
+  spiky (mostly near zero, a few large spikes), large (magnitudes up to 1000, or 100x the problem's, in its
+  domain), block-scaled, sorted, and sparse (the problem's own values with a few huge spikes at random places):
+  an unguarded exp() overflows, so subtract the max in a softmax and keep softplus's threshold; read every input
+  element: a sample of it misses the spikes.
 - Tolerance: every output element within atol + rtol * |expected|, rtol = {policy.atol_fp32:g} for float32
   ({policy.atol_half:g} for float16/bfloat16) and atol = rtol * max(1, rms of the expected output); and the
   norm-wise relative error ||got - expected|| / ||expected|| under rtol too. NaN and inf must match the

@@ -5,7 +5,8 @@ For each dtype and size, a reference (PyTorch's own sum / matmul / softmax at th
 the same computation: a blocked sum (blocks of 64, accumulated in float32), a sequential float32 accumulation (the
 naive loop a CPU kernel writes), a fused multiply-add chain (float64 products rounded once), a pairwise sum, a
 float64 accumulation; and the shortcuts the contract must refuse: a sum that reads 1/4 or 1/16 of its input and
-scales it up, and a term of 1e-4 of the output skipped. Printed: each one's norm-wise relative error against
+scales it up, and a term of 1e-4 of the output skipped. Last, `sampled_sums`: the red team's samplers that read a
+part only where its parts agree, beside honest blocked sums, on each structured distribution the trials send. Printed: each one's norm-wise relative error against
 float64, its ratio to the reference's and to max(reference's, floor). Run: python benchmarks/oracle_factor.py
 """
 
@@ -107,7 +108,48 @@ def pointwise() -> None:
                        exact)
 
 
+def agreeing_sampler(x: torch.Tensor, stride: int, strided: bool, agree: float = 0.02) -> torch.Tensor:
+    """The red team's sampler (issue 44): per row, four parts read (the first 1/stride of each quarter, or every
+    4*stride-th element from four offsets), scaled up only where their means agree within `agree`, else the whole
+    row summed (blocked, float32)."""
+    rows = []
+    for row in x.float():
+        n = row.numel()
+        parts = [row[q::4 * stride] for q in range(4)] if strided else \
+            [row[q * (n // 4): q * (n // 4) + n // 4 // stride] for q in range(4)]
+        means = [float(p.mean()) for p in parts]
+        if all(abs(m - means[0]) <= agree * abs(means[0]) for m in means[1:]):
+            rows.append(sum(float(p.sum()) for p in parts) * stride)
+        else:
+            rows.append(float(blocked(row[None])[0]))
+    return torch.tensor(rows)
+
+
+def sampled_sums() -> None:
+    """Honest blocked sums and the agreeing samplers on the trials' distributions (issue 44's bfloat16 row sum: 8
+    rows of 2^20 uniform [0, 1) values): the float64 contract's verdict and the tolerance's (rtol = atol = 1e-2,
+    atol scaled by the output's rms) on each. `sparse` is the distribution that refuses the samplers."""
+    from harness.values.distributions import apply_distribution
+
+    for dtype in (torch.bfloat16, torch.float16):
+        base = torch.rand(8, 1 << 20 if dtype == torch.bfloat16 else 1 << 15).to(dtype)
+        for name in ("default", "block_scaled", "ramp", "sparse"):
+            x = base if name == "default" else apply_distribution([base], name, 7)[0]
+            exact = x.double().sum(-1)
+            ref = x.sum(-1)
+            ref_err = rel(ref, exact)
+            print(f"row sum {dtype} n={x.shape[-1]} {name}: reference err {ref_err:.3g}")
+            for label, got in (("blocked fp32 (64)", blocked(x)), ("pairwise fp32", x.float().sum(-1)),
+                               ("agreeing 1/16 contiguous", agreeing_sampler(x, 16, False)),
+                               ("agreeing 1/4 strided", agreeing_sampler(x, 4, True))):
+                rounded = got.to(dtype).double()
+                tol = 1e-2 * max(1.0, float(ref.double().norm()) / ref.numel() ** 0.5)
+                within = bool(((rounded - ref.double()).abs() <= tol + 1e-2 * ref.double().abs()).all())
+                report(f"{label} [{'in' if within else 'OUT OF'} tol]", dtype, got, ref_err, exact)
+
+
 if __name__ == "__main__":
     sums()
     matmuls()
     pointwise()
+    sampled_sums()

@@ -149,7 +149,7 @@ ROWS: tuple[Row, ...] = (
     Row(Check.NONE, "trial_count", Levels(Verdict.CRASH, Verdict.CRASH, Verdict.CRASH),
         "outputs for the wrong number of trials"),
     Row(Check.CORRECTNESS, "correctness", Levels(_I, _I, _I), "a trial's output differs from the reference's "
-        "beyond the tolerance (secret seeds, seven input distributions, structured parameters and buffers redrawn)",
+        "beyond the tolerance (secret seeds, eight input distributions, structured parameters and buffers redrawn)",
         "the answer is right on inputs no candidate can guess"),
     Row(Check.ORACLE, "numerical_contract", Levels(_I, _I, _I), "error against a float64 run of the reference "
         "beyond the reference's own by more than the output dtype's factor (float32 8x, float16/bfloat16 2x, over a "

@@ -22,9 +22,9 @@ class EvalPolicy(BaseModel):
                        "in one process pair, for ranking variants and population members only (see screening()): "
                        "its numbers never reach the store's results, a report, a reward or the gate.")
 
-    trials: int = Field(7, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
-                        "trial k draws from distribution k mod 7 (default, uniform, heavy-tailed, spiky, large, "
-                        "block-scaled, sorted ramp).")
+    trials: int = Field(8, ge=1, description="Correctness trials, each with a fresh secret seed and input set; "
+                        "trial k draws from distribution k mod 8 (default, uniform, heavy-tailed, spiky, large, "
+                        "block-scaled, sorted ramp, sparse spikes).")
     atol_fp32: float = Field(1e-4, description="Absolute tolerance for float32 outputs (rtol is the same).")
     atol_half: float = Field(1e-2, description="Absolute tolerance for float16/bfloat16 outputs.")
     static_policy: Literal["strict", "default", "off"] = Field(

@@ -31,7 +31,7 @@ def test_honest_kernel_is_accepted_with_a_speedup_and_its_uncertainty() -> None:
     assert len(evaluation.trials) == EvalPolicy().trials and all(t.passed for t in evaluation.trials)
     assert len({t.seed for t in evaluation.trials}) == EvalPolicy().trials  # fresh seed per trial
     assert [t.distribution for t in evaluation.trials] == ["default", "signed_uniform", "heavy_tailed", "spiky",
-                                                          "large", "block_scaled", "ramp"]
+                                                          "large", "block_scaled", "ramp", "sparse"]
     low, high = evaluation.speedup_ci
     assert low <= evaluation.speedup <= high
     assert len(evaluation.ref_timing.samples_ms) == len(evaluation.candidate_timing.samples_ms) >= 10
