@@ -45,7 +45,9 @@ def test_eval_json_contract_and_exit_codes(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_eval_table_and_db_from_environment(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'env.db'}"
-    result = _run("eval", "relu", str(RELU_CANDIDATE), "--device", "cpu", env={"KERNELWRIGHT_DB": db})
+    # the envelope's table and JSON are the subject of test_eval_json_contract_and_exit_codes
+    result = _run("eval", "relu", str(RELU_CANDIDATE), "--device", "cpu", "--no-envelope",
+                  env={"KERNELWRIGHT_DB": db})
     assert result.returncode == 0 and "accepted" in result.stdout and "speedup" in result.stdout
     with open_store(db)() as session:
         assert session.scalar(select(func.count()).select_from(EvaluationRow)) == 1
@@ -98,7 +100,9 @@ def test_eval_with_shrink_judges_a_kernelbench_sized_problem(tmp_path: Path) -> 
     big = tmp_path / "level1" / "19_ReLU.py"
     big.parent.mkdir()
     big.write_text(HUGE_ELEMENTWISE)  # 6 GiB per tensor as written; the CPU budget is 64 MiB
-    result = _run("eval", str(big), str(RELU_CANDIDATE), "--device", "cpu", "--shrink", "--json", "--no-store")
+    # the envelope of a shrunk problem is judged by test_shrink_cli's optimize --shrink (five evaluations at 64 MiB)
+    result = _run("eval", str(big), str(RELU_CANDIDATE), "--device", "cpu", "--shrink", "--json", "--no-store",
+                  "--no-envelope")
     assert result.returncode == 0, result.stderr
     assert "size reduction: " in result.stderr and json.loads(result.stdout)["verdict"] == "accepted"
 

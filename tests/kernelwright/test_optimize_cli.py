@@ -37,7 +37,8 @@ def test_optimize_against_a_local_openai_compatible_server(tmp_path: Path) -> No
     db = f"sqlite:///{tmp_path / 'opt.db'}"
     with ScriptedServer(steps) as server:
         result = _run(["optimize", "relu", "--device", "cpu", "--model", "local-model", "--base-url", server.url,
-                       "--api-key-env", "LOCAL_KEY", "--rounds", "2", "--sol-target", "0", "--db", db, "--json"], env)
+                       "--api-key-env", "LOCAL_KEY", "--rounds", "2", "--sol-target", "0", "--db", db, "--json",
+                       "--timing-budget", "0.05"], env)  # the client is the subject, not the timing
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert {"run_id", "status", "best", "llm_calls", "prompt_tokens", "completion_tokens", "cost_usd"} <= set(summary)
@@ -46,5 +47,6 @@ def test_optimize_against_a_local_openai_compatible_server(tmp_path: Path) -> No
     assert "no price for local-model" in result.stderr
     assert "round 1/2" in result.stderr and "round 2/2" in result.stderr  # progress on stderr
     assert all(r["authorization"] == "Bearer local-secret" for r in server.requests)
-    verified = _run(["eval", "relu", summary["best"]["path"], "--device", "cpu", "--no-store"], env)
+    verified = _run(["eval", "relu", summary["best"]["path"], "--device", "cpu", "--no-store", "--no-envelope",
+                     "--timing-budget", "0.05"], env)
     assert verified.returncode == 0, verified.stdout
