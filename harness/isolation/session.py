@@ -58,7 +58,8 @@ def needed_folders() -> list[Path]:
     prefixes = [Path(sys.prefix), Path(sys.base_prefix), interpreter]
     found = [*(p for p in prefixes if not _shared(p)), *(_own_paths() if any(map(_shared, prefixes)) else []),
              *([user_site] if user_site else []), *code, headers, *named]
-    found += [p for p in [*_package_folders(), *_toolkit(), *_tools()] if not _already_there(p, found)]
+    for path in [*_package_folders(), *_toolkit(), *_linker_folders(), *_tools()]:
+        found += [] if _already_there(path, found) else [path]
     return [path for path in dict.fromkeys(found) if path.is_absolute() and path.exists()]
 
 
@@ -108,6 +109,24 @@ def _toolkit() -> list[Path]:
     """The CUDA toolkit where torch looks for it without CUDA_HOME (/usr/local/cuda), and the folder it leads to."""
     default = Path("/usr/local/cuda")
     return [default, Path(os.path.realpath(default))] if default.exists() else []
+
+
+def _linker_folders() -> list[Path]:
+    """The dynamic linker's configured folders (/etc/ld.so.conf, /etc/ld.so.conf.d) inside a covered system folder,
+    where a GPU container may keep its driver's libraries (/usr/local/nvidia/lib64, a CUDA compat folder): what the
+    child loads without LD_LIBRARY_PATH. Not /usr/local/lib itself, every Debian's default, which holds other
+    installs."""
+    from harness.isolation.jail import COVERED
+
+    lines = []
+    for file in [Path("/etc/ld.so.conf"), *sorted(Path("/etc/ld.so.conf.d").glob("*.conf"))]:
+        try:
+            lines += file.read_text().splitlines()
+        except OSError:
+            continue
+    folders = [line.split("#")[0].strip() for line in lines if line.strip().startswith("/")]
+    default = {f"{c}/lib" for c in COVERED} | {f"{c}/lib/{os.uname().machine}-linux-gnu" for c in COVERED}
+    return [Path(f) for f in folders if f not in default and any(f.startswith(c + "/") for c in COVERED)]
 
 
 COMPILER_VARIABLES = ("CC", "CXX")  # the compilers torch's builds use (the child environment passes them on)
