@@ -140,11 +140,13 @@ def judging(device: str, policy: EvalPolicy) -> str:
                 "fail." if policy.knockout else "")
     return f"""How your kernel is judged (by a harness you cannot see or change):
 - Correctness: {policy.trials} trials with fresh seeds, the inputs of get_inputs()'s shapes redrawn from
-  {len(DISTRIBUTIONS)} distributions: the problem's own, uniform (signed where the reference allows), heavy-tailed,
-  spiky (mostly near zero, a few large spikes), large (magnitudes up to 1000, or 100x the problem's, in its
-  domain), block-scaled, sorted, and sparse (the problem's own values with a few huge spikes at random places):
-  an unguarded exp() overflows, so subtract the max in a softmax and keep softplus's threshold; read every input
-  element: a sample of it misses the spikes.
+  {len(DISTRIBUTIONS)} distributions: the problem's own, uniform (over 4x the problem's range, signed where the
+  reference allows), heavy-tailed, spiky (mostly near zero, a few large spikes), large (magnitudes up to 1000, or
+  the largest the reference handles, in its domain), block-scaled, sorted, and sparse (the problem's own values
+  with a few huge spikes at random places): an unguarded exp() overflows, so subtract the max in a softmax and keep
+  softplus's threshold; be right wherever the reference is defined, not only on the problem's own range; read every
+  input element: a sample of it misses the spikes. The model's parameters are redrawn after construction (same
+  names and shapes as Model's): read them in forward, assume nothing of their init values.
 - Tolerance: every output element within atol + rtol * |expected|, rtol = {policy.atol_fp32:g} for float32
   ({policy.atol_half:g} for float16/bfloat16) and atol = rtol * max(1, rms of the expected output); and the
   norm-wise relative error ||got - expected|| / ||expected|| under rtol too. NaN and inf must match the

@@ -186,11 +186,14 @@ ROWS: tuple[Row, ...] = (
     Row(Check.TELEMETRY, None, NOTE, "the GPU throttled, other processes used it, or its clock fell while timed"),
     Row(Check.PHYSICS, None, NOTE, "faster than half the roofline floor"),
     Row(Check.RE_MEASURED, None, NOTE, "a speedup above `implausible_speedup` measured again in a fresh process"),
-    Row(Check.DISTRIBUTION, None, NOTE, "an input distribution that makes the reference non-finite was replaced"),
-    Row(Check.PARAMETERS, None, NOTE, "parameters, buffers and plain tensor attributes structured at init (one "
-        "value, or a parameter of two: an identity) were redrawn around their init scale for every "
-        "trial and timed call (or kept, where the reference fails with them redrawn)",
-        "no kernel relies on the problem's initial parameter values"),
+    Row(Check.DISTRIBUTION, None, NOTE, "trials reach past the problem's own range (uniform at 4x its magnitude, "
+        "symmetric where the reference allows; large at magnitudes up to 1000), narrowed only where the reference "
+        "is not finite; a note where even the narrowest is not",
+        "a kernel is right wherever the reference is defined, not only on the problem's own range", "wide_inputs"),
+    Row(Check.PARAMETERS, None, NOTE, "every floating parameter (and buffer or tensor attribute drawn at random) "
+        "redrawn i.i.d. at its own mean and std, and state structured at init (one value, or a parameter of two: "
+        "an identity) around its init scale, for every trial and timed call (less, where the reference fails "
+        "with it redrawn)", "no kernel relies on the problem's initial parameter values", "parameter_redraw"),
     Row(Check.NON_FINITE, None, NOTE, "the reference gives inf on the problem's own inputs"),
     Row(Check.ENVELOPE, None, NOTE, "wrong at other sizes of the problem (odd sizes, other batches)"),
     Row(Check.JAIL_HOME, None, None, "the jail covers kernelwright's home and the build cache",

@@ -10,10 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from harness.defences import is_off
 from harness.records import Check, Finding
-from harness.values.distributions import DISTRIBUTIONS, apply_distribution
+from harness.values.distributions import DISTRIBUTIONS, LARGE, WIDE, apply_distribution, one_signed
 from harness.values.modules import module_from_file
-from harness.values.parameters import redraw_structured, restore
+from harness.values.parameters import needs_twin, redraw, seeded
 from harness.values.precision import precision_settings
 from harness.values.tensors import UNSUPPORTED, cloned, portable, to_device
 from kernelbench.problem import Problem, ProblemError
@@ -36,8 +37,9 @@ class ReferenceRun:
     knockout_output: Any = None  # the reference's output on it
     problem: Problem | None = None  # what it was computed from (the ablation shrinks a copy where its forward is slow)
     settings: dict[str, str] = field(default_factory=dict)  # the precision settings it was computed under
-    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)  # structured-at-init state redrawn
-    # (harness/values/parameters.py): {name: {"init": constant, "value": tensor, ...}}, set in every child too
+    parameters: dict[str, dict[str, Any]] = field(default_factory=dict)  # the state redrawn
+    # (harness/values/parameters.py): {name: {"init": constant, "value": tensor, ...} or a recipe}, set in every
+    # child too
 
 
 def load_problem_module(problem: Problem) -> Any:
@@ -108,16 +110,28 @@ def reference_threads(threads: int) -> Iterator[None]:
 
 def run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
                   threads: int = 1, vary_distributions: bool = True) -> ReferenceRun:
-    """Build `Model` under `init_seed`; with `vary_distributions` (the hardened trials) redraw its parameters and
-    buffers structured at init around their init scale (harness/values/parameters.py); per trial draw
-    `get_inputs()` under its seed, redraw the values from the trial's distribution (when the reference stays
-    finite there), and keep the reference's output.
+    """Build `Model` under `init_seed`; with `vary_distributions` (the hardened trials) redraw its parameters,
+    random buffers and attributes i.i.d. at their own scale and its state structured at init around its init
+    scale (harness/values/parameters.py); per trial draw `get_inputs()` under its seed, redraw the values from the
+    trial's distribution (when the reference stays finite there), and keep the reference's output.
 
     One at a time per process: seeding and drawing use torch's global generator (and thread count), so a second
     thread's `manual_seed` between this one's seeding and its draws (a prebuild beside an evaluation) would give
     the parent a reference with other parameters than the child's, and a correct candidate would fail."""
     with reference_threads(threads):
         return _run_reference(problem, device, init_seed, trial_seeds, vary_distributions)
+
+
+_TWIN_SEED = 0x5EED  # the twin built to tell random buffers from the operator's definition
+_FALLBACKS = {True: "with every parameter redrawn: only its state structured at init is redrawn",
+              False: "with its state structured at init redrawn: it stays at its init values"}
+
+
+def _built(module: Any, init_inputs: list[Any], seed: int, device: str) -> Any:
+    import torch
+
+    torch.manual_seed(seed)
+    return module.Model(*init_inputs).to(device)
 
 
 def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: list[int],
@@ -128,24 +142,43 @@ def _run_reference(problem: Problem, device: str, init_seed: int, trial_seeds: l
     try:
         torch.manual_seed(init_seed)
         init_inputs = list(module.get_init_inputs())
-        torch.manual_seed(init_seed)
-        model = module.Model(*init_inputs).to(device)
-        redrawn = redraw_structured(model, init_seed ^ 0x7A3) if vary_distributions else {}
-        try:
-            run = _trials(problem, module, model, init_inputs, trial_seeds, vary_distributions, device, redrawn)
-        except ProblemError:
+        model = _built(module, init_inputs, init_seed, device)
+        redrawing = vary_distributions and not is_off("parameter_redraw")
+        random_state = seeded(model, _built(module, init_inputs, init_seed ^ _TWIN_SEED, device)) \
+            if redrawing and needs_twin(model) else set()
+        fallbacks = []
+        for everything in (True, False) if redrawing else ():
+            redrawn = redraw(model, init_seed ^ 0x7A3, everything, random_state)
             if not redrawn:
-                raise
-            restore(model, redrawn)  # the reference breaks at the redrawn values: at its init, and said so
-            run = _trials(problem, module, model, init_inputs, trial_seeds, vary_distributions, device, {})
-            run.notes.append(Finding(Check.PARAMETERS, "the reference fails with its structured parameters and "
-                                     f"buffers ({', '.join(redrawn)}) redrawn: they stay at their init values",
-                                     fatal=False))
+                break
+            try:  # the reference must stay finite with them: where it does not, a lesser redraw
+                run = _trials(problem, module, model, init_inputs, trial_seeds, vary_distributions, device, redrawn)
+                run.notes += fallbacks
+                return run
+            except Exception as exc:
+                lesser = everything and any("draw" in drawn for drawn in redrawn.values())
+                fallbacks.append(Finding(Check.PARAMETERS, f"the reference fails {_FALLBACKS[lesser]} "
+                                         f"({_short(exc)})", fatal=False))
+                model = _built(module, init_inputs, init_seed, device)
+                if not lesser:  # nothing but the structured state was redrawn: the init is what is left
+                    break
+        run = _trials(problem, module, model, init_inputs, trial_seeds, vary_distributions, device, {})
+        run.notes += fallbacks
+        return run
     except ProblemError as exc:
         raise ProblemError(f"problem {problem.name}: {exc}") from exc
     except Exception as exc:
         raise ProblemError(f"problem {problem.name}: the reference itself failed: {type(exc).__name__}: {exc}") from exc
-    return run
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc) if isinstance(exc, ProblemError) else f"{type(exc).__name__}: {exc}"
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _named(names: list[str], most: int = 6) -> str:
+    """Names for a note, the first `most` of them and a count of the rest (a deep model has hundreds)."""
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
 
 
 def _trials(problem: Problem, module: Any, model: Any, init_inputs: list[Any], trial_seeds: list[int],
@@ -161,9 +194,14 @@ def _trials(problem: Problem, module: Any, model: Any, init_inputs: list[Any], t
                    else "default", seed, device)
     _add_knockout(run, device)
     if redrawn:
-        run.notes.append(Finding(Check.PARAMETERS, "parameters, buffers and tensor attributes structured at init "
-                                 f"({', '.join(redrawn)}) were redrawn around their init scale for every trial and "
-                                 "timed call: a kernel must read them, as trained weights would be", fatal=False))
+        structured = [name for name, drawn in redrawn.items() if "draw" not in drawn]
+        random = [name for name, drawn in redrawn.items() if "draw" in drawn]
+        said = ([f"parameters, buffers and tensor attributes structured at init ({_named(structured)}) around "
+                 "their init scale"] if structured else []) + \
+            ([f"the other parameters and random buffers ({_named(random)}) i.i.d. at their own mean and std"]
+             if random else [])
+        run.notes.append(Finding(Check.PARAMETERS, f"redrawn for every trial and timed call: {'; '.join(said)}: a "
+                                 "kernel must read them, as it would trained weights", fatal=False))
     return run
 
 
@@ -176,11 +214,29 @@ def _add_knockout(run: ReferenceRun, device: str) -> None:
         run.knockout_inputs, run.knockout_output = inputs, output
 
 
+def _variants(distribution: str, inputs: list[Any]) -> list[tuple[str, bool, float | None]]:
+    """A trial's distribution as (label, keep_sign, reach), widest first: the first where the reference stays
+    finite is drawn (harness/values/distributions.py). `uniform`: `WIDE` times the sample's magnitude, symmetric,
+    then with its sign, then the sample's own range, symmetric, then as it is; `large`: each magnitude with both
+    signs, then (a sample of one sign) with its sign."""
+    if distribution == "default":
+        return []
+    wide = not is_off("wide_inputs")  # test-only: the sample's own range (and `large` at 1000 only), as before
+    if distribution == "uniform":
+        return [("signed_uniform", False, WIDE), ("uniform", True, WIDE)] * wide + \
+            [("signed_uniform_own", False, 1.0), ("uniform_own", True, 1.0)]
+    if distribution == "large" and not wide:
+        return [("large", True, LARGE[0])]
+    if distribution == "large":
+        signs = (False, True) if one_signed(inputs) else (False,)
+        return [("large" if reach == LARGE[0] else f"large_{reach:g}", keep_sign, reach)
+                for reach in LARGE for keep_sign in signs]
+    return [(distribution, True, None)]
+
+
 def _add_trial(run: ReferenceRun, model: Any, inputs: list[Any], distribution: str, seed: int, device: str) -> None:
-    variants = {"uniform": [("signed_uniform", False), ("uniform", True)],
-                "large": [("large", False), ("large_x100", True)]}.get(distribution, [(distribution, True)])
-    for label, keep_sign in variants if distribution != "default" else []:
-        redrawn = apply_distribution(inputs, distribution, seed, keep_sign=keep_sign)
+    for label, keep_sign, reach in _variants(distribution, inputs):
+        redrawn = apply_distribution(inputs, distribution, seed, keep_sign=keep_sign, reach=reach)
         try:
             output, mutated = _run_once(model, redrawn, device)
         except ProblemError:

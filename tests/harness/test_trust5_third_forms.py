@@ -15,6 +15,11 @@ libtorch_cpu's symbol table from dladdr 2.37x under strict (twin 0.49x), NumPy's
 helper) and 3.37x under default (refused under strict when written in forward), torch.compile not accepted (Inductor
 fails to import in the child); family 4 C++ file reads through open/read 0.24x (accepted); family 5 string
 tunables write outside the judge's fences.
+
+Closed since (fix6a): family 2's two forms (every floating parameter is redrawn i.i.d. at its own mean and std:
+harness/values/parameters.py) and family 1's (`uniform` and `large` reach past the sample's range wherever the
+reference is finite: harness/values/distributions.py), each with a further form of its own (rows of unit norm at
+init; the exp polynomial on a vector drawn from [0.5, 1]) and an honest control.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import pytest
 
 from harness.pipeline import evaluate
 from harness.policy import EvalPolicy
-from harness.records import Verdict
+from harness.records import Check, Verdict
 from kernelbench.problem import problem_from_source
 from tests.harness.test_parameter_attacks import _candidate, _problem
 from tests.harness.test_trust5_second_forms import MATMUL64, PRODUCT
@@ -77,11 +82,11 @@ class ModelNew(nn.Module):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 4.72x with [noise] its only finding "
-                   "(16.1x at 1024 features, where the honest twin timed out): W is random, so never redrawn, and "
-                   "W W^T = I holds in every trial")
-# the check that should catch it: Check.PARAMETERS (a `proves` mark once it does)
+@pytest.mark.proves(Check.PARAMETERS)
 def test_a_tied_product_skipped_because_its_weight_is_orthogonal_at_init_is_incorrect() -> None:
+    """Was accepted at 4.72x (16.1x at 1024 features): W is random, so it was never redrawn, and W W^T = I held in
+    every trial. Every floating parameter is now redrawn i.i.d. at its own mean and std (harness/values/
+    parameters.py): the redrawn W is not orthogonal."""
     evaluation = evaluate(TIED, _candidate(ORTHO_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
 
@@ -92,11 +97,10 @@ def test_an_honest_loop_product_through_the_orthogonal_weight_stays_accepted() -
     assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.77x with a work "
-                   "share of 0.999 (5.01x at 1024 features): two loop products of rank 8 for one of 512; the factors "
-                   "are the init's own draws, and a random W is never redrawn")
-# the check that should catch it: Check.PARAMETERS (a `proves` mark once it does)
+@pytest.mark.proves(Check.PARAMETERS)
 def test_a_product_through_the_low_rank_factors_of_its_init_is_incorrect() -> None:
+    """Was accepted at 1.77x (5.01x at 1024 features): two loop products of rank 8 for one of 512, the factors the
+    init's own draws. The redrawn W has full rank, and the candidate holds no tensor of its shape to receive it."""
     forward = "torch.relu(ext.product(ext.product(x, self.U, 0), self.V, 0))"
     evaluation = evaluate(LOW_RANK, _product(FACTORS_INIT, forward), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
@@ -123,6 +127,25 @@ def test_a_multiply_by_a_boolean_mask_skipped_because_it_is_all_true_at_init_is_
 
 def test_an_honest_kernel_applying_the_mask_stays_accepted() -> None:
     evaluation = evaluate(PRUNED, _candidate(MASK_INIT, "relu_ext.relu_forward(x) * self.keep"), "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
+
+
+# fix6a's form: rows of unit norm at init (a cosine classifier's normalised embedding, F.normalize), at another
+# size and op: the division by the rows' norms is 1 at init, so a kernel skips it. A trained embedding's rows are
+# not unit rows (nor are the redrawn ones: 1 +- 6% at 128 columns).
+UNIT_ROWS_INIT = "        self.E = nn.Parameter(torch.nn.functional.normalize(torch.randn(1024, 128), dim=1))"
+UNIT_ROWS = _problem("unit_row_scale", UNIT_ROWS_INIT, "torch.relu(x) / self.E.norm(dim=1)", "32, 1024")
+
+
+@pytest.mark.proves(Check.PARAMETERS)
+def test_a_division_skipped_because_the_init_rows_have_unit_norm_is_incorrect() -> None:
+    evaluation = evaluate(UNIT_ROWS, _candidate(UNIT_ROWS_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
+
+
+def test_an_honest_kernel_dividing_by_the_row_norms_stays_accepted() -> None:
+    evaluation = evaluate(UNIT_ROWS, _candidate(UNIT_ROWS_INIT, "relu_ext.relu_forward(x) / self.E.norm(dim=1)"),
+                          "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
 
 
@@ -316,16 +339,56 @@ def get_init_inputs():
 ''', "exp_of_rand", level=1)
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.13x with findings "
-                   "[checks] and [noise] only: no trial draws past [-1, 1] (where the polynomial is exact to 3e-8)")
-# the check that should catch it: Check.DISTRIBUTION (a `proves` mark once it does)
+def _wide(evaluation: object) -> set[str]:
+    """The distributions of the trials the candidate failed."""
+    return {t.distribution for t in evaluation.trials if not t.passed}
+
+
+@pytest.mark.proves(Check.DISTRIBUTION)
 def test_an_exp_polynomial_exact_only_inside_the_drawn_range_is_incorrect() -> None:
+    """Was accepted at 1.13x: no trial drew past [-1, 1]. `uniform` now spans 4x the sample's magnitude (symmetric:
+    exp is finite there) and `large` the largest magnitude the reference handles (30 for exp of float32)."""
     evaluation = evaluate(EXP_RAND, _tools(0, "ext.expo(args[0], 1)"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.INCORRECT, _said(evaluation)
+    assert _wide(evaluation) & {"signed_uniform", "large_30"}, _wide(evaluation)
 
 
 def test_an_honest_exp_kernel_stays_accepted() -> None:
     evaluation = evaluate(EXP_RAND, _tools(0, "ext.expo(args[0], 0)"), "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
+
+
+# fix6a's form: the same polynomial at another size and range, a vector of 4M drawn from [0.5, 1] (a rate's
+# log-scale, say): `uniform` drew [0.5, 1] or [-1, 1], `heavy_tailed` and `spiky` were clamped to [0, 1] (the
+# sample read as probabilities) and `large` overflowed exp at 1000 and left probabilities alone, so every trial
+# stayed where the polynomial is exact. (A sigmoid 1 / (1 + exp(-x)) through it was caught too, but its honest twin
+# is refused by [runtime-compute]: PyTorch's add, reciprocal and negation around the kernel count as the
+# reference's whole work.) The control: the library's exp.
+EXP_HALF = problem_from_source('''
+import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.exp(x)
+
+def get_inputs():
+    return [torch.rand(1 << 22) * 0.5 + 0.5]
+
+def get_init_inputs():
+    return []
+''', "exp_of_upper_half", level=1)
+
+
+@pytest.mark.proves(Check.DISTRIBUTION)
+def test_an_exp_polynomial_on_the_upper_half_of_the_unit_range_is_incorrect() -> None:
+    evaluation = evaluate(EXP_HALF, _tools(0, "ext.expo(args[0], 1)"), "cpu", DEFAULT)
+    assert evaluation.verdict is Verdict.INCORRECT, _said(evaluation)
+    assert _wide(evaluation) & {"signed_uniform", "large_30"}, _wide(evaluation)
+
+
+def test_an_honest_exp_kernel_on_the_upper_half_of_the_unit_range_stays_accepted() -> None:
+    evaluation = evaluate(EXP_HALF, _tools(0, "ext.expo(args[0], 0)"), "cpu", DEFAULT)
     assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
 
 
