@@ -13,10 +13,11 @@ non-negative: a scale stays a scale, a variance stays positive), as are buffers 
 values depend on the init seed (`seeded`: a random buffer or initial state); only the init's scale survives.
 
 Left alone: buffers and attributes the same under every seed with more than one value (a causal mask, a DCT matrix,
-positional encodings: the operator's definition, which a checkpoint carries unchanged), non-floating state
-(counters, boolean masks), non-finite state, and tensors of fewer than `_MIN_ELEMENTS` elements (a scalar constant
+positional encodings: the operator's definition, which a checkpoint carries unchanged), integer state (counters,
+indices) and boolean masks of two values, non-finite state, and tensors of fewer than `_MIN_ELEMENTS` elements (a scalar constant
 in tensor form: no structure to rely on). A plain tensor attribute (`self.gain = torch.ones(n)`, in no state dict)
-of one value is redrawn like a constant buffer.
+of one value is redrawn like a constant buffer, and a boolean buffer of one value (an all-True pruning mask) with
+a quarter of its entries flipped.
 
 The parent redraws (`redraw`) for every hardened evaluation (the reference's trials, the candidate's, every timed
 call); where the reference's output is not finite with everything redrawn, it redraws the structured state only,
@@ -33,6 +34,7 @@ import zlib
 from typing import Any
 
 _SPREAD = 0.5  # a non-zero constant c is redrawn uniformly in c * [1 - spread, 1 + spread]
+_MASK_KEPT = 0.75  # a constant boolean mask is redrawn with this share of its init value
 _SAMPLE = 64  # elements read first: an ordinary random init shows three values there, and the full scan is skipped
 _MIN_ELEMENTS = 4  # state from this many elements on (fewer: a scalar constant in tensor form)
 
@@ -95,6 +97,16 @@ def _structured(model: Any) -> dict[str, list[float]]:
         if values is not None and (len(values) == 1 or name in parameters):
             found[name] = values
     return found
+
+
+def _constant_masks(model: Any) -> list[str]:
+    """Boolean buffers of one value and `_MIN_ELEMENTS` or more (an all-True pruning mask): a trained, pruned
+    model's mask is not constant, and a kernel that skips the multiply by it passed every trial (accepted at 1.38x,
+    issue 44). Integer state is left: counters and indices whose redraw would change what the operator is."""
+    import torch
+
+    return [name for name, tensor in model.named_buffers() if tensor.dtype == torch.bool
+            and tensor.numel() >= _MIN_ELEMENTS and bool((tensor == tensor.reshape(-1)[0]).all())]
 
 
 def _zero_scale(name: str, tensor: Any, scales: dict[str, float]) -> float:
@@ -232,6 +244,13 @@ def redraw(model: Any, seed: int, everything: bool = True, seeded_names: set[str
                 entry["original"] = tensor.detach().to("cpu").clone()
             tensor.copy_(fresh.to(tensor.device))
             redrawn[name] = entry
+        for name in _constant_masks(model):  # about a quarter of the entries flipped
+            tensor = state[name]
+            kept = bool(tensor.reshape(-1)[0])
+            fresh = torch.rand(tensor.shape, generator=generator, dtype=torch.float64) < (
+                _MASK_KEPT if kept else 1 - _MASK_KEPT)
+            tensor.copy_(fresh.to(tensor.device))
+            redrawn[name] = {"init": kept, "value": fresh}
         for name in _random(model, structured, seeded_names or set()) if everything else []:
             tensor = state[name]
             entry = _recipe(name, tensor, seed)
@@ -244,6 +263,8 @@ def _at_init(tensor: Any, drawn: dict[str, Any]) -> bool:
     """Whether a candidate's tensor holds the reference's init values (its shape already matches)."""
     import torch
 
+    if isinstance(drawn["init"], bool):  # a constant mask
+        return tensor.dtype == torch.bool and bool((tensor == drawn["init"]).all())
     if drawn["init"] is not None:
         return _constant(tensor) == drawn["init"]
     if "fingerprint" in drawn:

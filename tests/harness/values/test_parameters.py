@@ -189,3 +189,25 @@ def test_uniform_and_large_reach_past_the_samples_range() -> None:
     large = apply_distribution(sample, "large", 1, keep_sign=False, reach=30.0)[0]
     assert float(large.min()) < -25 and float(large.max()) > 25  # both signs, magnitudes up to 30
     assert float(apply_distribution(sample, "large", 1)[0].max()) > 900  # 1000 unless told
+
+
+def test_a_constant_boolean_mask_is_redrawn_and_masks_of_two_values_and_integers_are_not() -> None:
+    class Masks(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("keep", torch.ones(4096, dtype=torch.bool))  # a pruning mask at init
+            self.register_buffer("causal", torch.tril(torch.ones(8, 8, dtype=torch.bool)))  # the definition
+            self.register_buffer("lengths", torch.full((16,), 3))  # integers: indices, counts
+
+    model = Masks()
+    redrawn = redraw(model, 4, everything=False)
+    assert set(redrawn) == {"keep"} and 0.65 < float(model.keep.double().mean()) < 0.85
+    assert torch.equal(model.causal, torch.tril(torch.ones(8, 8, dtype=torch.bool))) and bool((model.lengths == 3).all())
+
+    class Renamed(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("alive", torch.ones(4096, dtype=torch.bool))
+
+    renamed = Renamed()
+    assert assign(renamed, redrawn) == [] and torch.equal(renamed.alive, model.keep)
