@@ -19,7 +19,8 @@ tunables write outside the judge's fences.
 Closed since (fix6a): family 2's two forms (every floating parameter is redrawn i.i.d. at its own mean and std:
 harness/values/parameters.py) and family 1's (`uniform` and `large` reach past the sample's range wherever the
 reference is finite: harness/values/distributions.py), each with a further form of its own (rows of unit norm at
-init; the exp polynomial on a vector drawn from [0.5, 1]) and an honest control.
+init; the exp polynomial on a vector drawn from [0.5, 1]) and an honest control; and the pruning mask (a constant
+boolean buffer is redrawn with a quarter of its entries flipped).
 """
 
 from __future__ import annotations
@@ -112,17 +113,17 @@ def test_an_honest_loop_product_through_the_merged_weight_stays_accepted() -> No
     assert evaluation.verdict is Verdict.ACCEPTED, _said(evaluation)
 
 
-# the third: a pruning mask, all True at init (non-floating state is never redrawn: a trained, pruned model's is not)
+# the third: a pruning mask, all True at init (a trained, pruned model's is not)
 MASK_INIT = "        self.register_buffer('keep', torch.ones(8192, dtype=torch.bool))"
 PRUNED = _problem("pruning_mask_relu", MASK_INIT, "torch.relu(x) * self.keep", "16, 8192")
 
 
-@pytest.mark.xfail(strict=True, reason=_MEASURED + "accepted at 1.38x with [noise] its only "
-                   "finding (the honest twin 0.92x): a boolean buffer is non-floating state, never redrawn")
-# the check that should catch it: Check.PARAMETERS (a `proves` mark once it does)
+@pytest.mark.proves(Check.PARAMETERS)
 def test_a_multiply_by_a_boolean_mask_skipped_because_it_is_all_true_at_init_is_incorrect() -> None:
+    """Was accepted at 1.38x: a boolean buffer was never redrawn. A constant one (4+ elements) is now redrawn with a
+    quarter of its entries flipped."""
     evaluation = evaluate(PRUNED, _candidate(MASK_INIT, "relu_ext.relu_forward(x)"), "cpu", DEFAULT)
-    assert evaluation.verdict is Verdict.INCORRECT, _said(evaluation)
+    assert evaluation.verdict is Verdict.INCORRECT and "parameters" in _checks(evaluation), _said(evaluation)
 
 
 def test_an_honest_kernel_applying_the_mask_stays_accepted() -> None:
