@@ -53,7 +53,8 @@ _DIRECTIONS = {
 
 
 TUNING = """Tunable constants (optional): a module-level literal `TUNE = {"BLOCK": [64, 32, 128]}` declares
-compile-time constants to try (at most 4 names, 8 values each; the FIRST value is the default your file uses).
+compile-time constants to try (at most 4 names, 8 values each, numbers or short identifiers; the FIRST value is the
+default your file uses).
 Read each from the first value, e.g. `extra_cflags=[...] + [f"-D{k}={v[0]}" for k, v in TUNE.items()]`, and
 use the names in your C++ as constants. The harness builds and screens variants with each list pinned to one
 value (no extra reply from you) and keeps the fastest correct one; you see the table next round."""

@@ -88,7 +88,9 @@ ROWS: tuple[Row, ...] = (
     _static(Check.PROFILER_HOOK, "installs an ATen/profiler callback"),
     _static(Check.OPERATOR_OVERRIDE, "registers kernels for PyTorch's own (aten) operators"),
     _static(Check.INCLUDE, "includes a file by absolute or parent path"),
-    _static(Check.IO, "file, process, network or environment access from C++"),
+    _static(Check.IO, "file, process, network or environment access from C++ (its source, and the built library's "
+            "imports: open, read, socket, getenv... read from the binary)", enforces="no file, network or environment "
+            "access from the candidate"),
     _static(Check.BUILTINS, "imports builtins"),
     _static(Check.CONCURRENCY, "imports asyncio"),
     _static(Check.DATABASES, "imports sqlite3 or sqlalchemy"),
@@ -117,9 +119,10 @@ ROWS: tuple[Row, ...] = (
         "ModelNew inherits Model's forward)", "forward is the candidate's kernel, not the reference"),
     Row(Check.NONE, "built_sources", STATIC, "the static scan again, over the sources actually compiled (it "
         "carries the static tags)", "a candidate cannot build what its file hides"),
-    Row(Check.RUNTIME_LINKING, "built_sources", STATIC, "a built library imports the run-time loader (dlopen, dlsym, "
-        "dlvsym, dlmopen, __libc_dlsym, dl_iterate_phdr...), read from its binary",
-        "every library function a kernel calls is named in its binary, where the library-compute check reads it"),
+    Row(Check.RUNTIME_LINKING, "built_sources", STATIC, "a built library imports the run-time loader or its view of "
+        "the loaded code (the whole family: dlopen, dlsym, dladdr, dlinfo, dl_iterate_phdr, getauxval, _dl_*, "
+        "__libc_dl*...), read from its binary", "a built kernel library finds no code at run time: every library "
+        "function it calls is named in its binary, where the library-compute check reads it"),
     Row(Check.NONE, "compile_only", Levels(Verdict.COMPILED, Verdict.COMPILED, Verdict.COMPILED),
         "compile-only CUDA device: built is all that can be known"),
     Row(Check.MUTATION, "tampering", EVERY, "forward() modified its inputs in place (the reference does not)",

@@ -7,17 +7,35 @@ The documented form (agent/contract.py tells the coder): a module-level literal
 whose lists hold the values to try, the first being the default, and C++ that reads each as a compile-time
 constant from the FIRST value (e.g. `extra_cflags=[f"-D{k}={v[0]}" for k, v in TUNE.items()]`, or `#define` lines
 written from TUNE into the source string). A variant is the same file with every list pinned to one value, so each
-variant is a distinct source, and its defines a distinct content-hashed build."""
+variant is a distinct source, and its defines a distinct content-hashed build.
+
+Names and values reach the judge's prompt (each variant's label, `NAME=value`, in the tuning table), so a declaration
+holds only what a compile-time constant needs: names that are C/C++ identifiers, values that are numbers, booleans
+or short identifiers (a `-D` value or an enum's name). Anything else is refused with a reason that does not repeat
+it (issue 44: a string value carrying a fence's closing marker and a forged instruction)."""
 
 from __future__ import annotations
 
 import ast
 import itertools
+import math
+import re
 from dataclasses import dataclass
 
 NAME = "TUNE"
 MAX_NAMES, MAX_VALUES, MAX_PRODUCT = 4, 8, 4096
 Value = int | float | str | bool
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,31}")  # a string value: a short identifier, nothing else
+_MAX_NAME = 32
+
+
+def _constant(value: object) -> bool:
+    """A value a compile-time constant can take, and that a prompt can show as it is."""
+    if isinstance(value, bool) or isinstance(value, int):
+        return abs(value) < 10 ** 12
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and _WORD.fullmatch(value) is not None
 
 
 class TuneError(ValueError):
@@ -60,12 +78,16 @@ def tunables(source: str) -> dict[str, list[Value]] | None:
     if not isinstance(declared, dict) or not declared or len(declared) > MAX_NAMES:
         raise TuneError(f"{NAME} must be a dict of 1 to {MAX_NAMES} names, each with a list of values")
     for name, values in declared.items():
-        if not (isinstance(name, str) and name.isidentifier()):
-            raise TuneError(f"{NAME}: {name!r} is not a C/C++ identifier")
-        if not isinstance(values, list) or not 1 <= len(values) <= MAX_VALUES or \
-                not all(isinstance(v, (int, float, str, bool)) for v in values) or len(set(values)) != len(values):
+        if not (isinstance(name, str) and name.isascii() and name.isidentifier() and len(name) <= _MAX_NAME):
+            raise TuneError(f"{NAME}: every name must be a C/C++ identifier of at most {_MAX_NAME} ASCII characters "
+                            "(a name that is not was refused, and is not repeated here)")
+        if not isinstance(values, list) or not 1 <= len(values) <= MAX_VALUES or len(set(values)) != len(values):
             raise TuneError(f"{NAME}[{name!r}] must be a list of 1 to {MAX_VALUES} distinct constants, the first the "
                             "default")
+        if not all(_constant(v) for v in values):
+            raise TuneError(f"{NAME}[{name!r}]: every value must be a number, a boolean or a short identifier "
+                            "(letters, digits and _, at most 32): a value that is not was refused, and is not "
+                            "repeated here")
     return declared
 
 

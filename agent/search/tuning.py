@@ -11,6 +11,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Callable
 
+from agent.prompts import inert
 from agent.search.tunables import TuneError, Variant, variants
 from harness.execution.eval_task import EvalTask, Executor
 from harness.policy import EvalPolicy
@@ -71,14 +72,16 @@ class Tuning:
     error: str | None = None
 
     def table(self) -> list[str]:
-        """The tuning table, one line a variant (screening tier: one short timing; ranks only)."""
+        """The tuning table, one line a variant (screening tier: one short timing; ranks only). Labels and the
+        refusal come from the candidate's TUNE: validated (agent/search/tunables.py) and escaped all the same, as
+        every candidate-controlled text that reaches a prompt outside a fence (`inert`: no `<` survives)."""
         if self.error:
-            return [f"tuning skipped: {self.error}"]
+            return [f"tuning skipped: {inert(self.error)}"]
         lines = []
         for row in sorted(self.rows, key=lambda r: -(r.speedup or 0.0)):
             timing = f"{row.speedup:.2f}x, {row.candidate_ms:.4f} ms" if row.speedup and row.candidate_ms else "-"
             correct = "correct" if row.verdict == "accepted" else row.verdict
-            lines.append(f"{row.label}{' (default)' if row.default else ''}: {timing}, {correct}")
+            lines.append(f"{inert(row.label)}{' (default)' if row.default else ''}: {timing}, {inert(correct)}")
         return lines
 
 

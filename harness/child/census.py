@@ -9,7 +9,9 @@ pybind function's ATen calls pass the mode as they are; a dispatched (stable-ABI
 popped, so it is redispatched to its backend under a census of its own, which its C++ calls into the dispatcher
 (`torch::stable::matmul`, `torch_call_dispatcher` with any name) pass. Views, allocation and copies are
 bookkeeping, not compute. Each counted operator's work is added up as FLOPs (`op_flops`): the kernels' share of
-the work (harness/decision/gates.py runtime_compute) is what the library did not do, whatever the time said.
+the work (harness/decision/gates.py runtime_compute) is what the library did not do, whatever the time said. A tensor
+handed to another library (`.numpy()`, `__array__`, DLPack) and back is counted by name (`LEFT`): what that library
+computed is work no census can measure, so the kernels are credited none of the work (work_share.py).
 """
 
 from __future__ import annotations
@@ -22,6 +24,14 @@ from harness.verification.bookkeeping import BOOKKEEPING
 from kernelbench import op_work
 
 INSIDE = " inside the kernel"  # the name suffix of an operator the candidate's own function called
+LEFT = " (left PyTorch)"  # the name suffix of a tensor handed to another library's compute (NumPy's BLAS...)
+# Where a tensor leaves PyTorch, or an array comes back (torch's Python-level entry points, wrapped once per process
+# before the candidate is imported, so a reference the candidate saves is the wrapper): what NumPy computes in
+# between dispatches no operator, so no FLOP of it can be counted, and no work share can be credited for it.
+_EXITS = (("Tensor", "numpy"), ("Tensor", "__array__"), ("Tensor", "__dlpack__"), ("torch", "from_numpy"),
+          ("torch", "from_dlpack"), ("torch", "to_dlpack"), ("torch.utils.dlpack", "to_dlpack"),
+          ("torch.utils.dlpack", "from_dlpack"))
+_LEAVING: dict[str, Any] = {"active": 0, "seen": {}}
 _TORCH_NAMESPACES = {"aten", "prim", "prims", "_c10d_functional", "c10d", "quantized", "profiler"}
 _COMPUTE_NAMESPACES = {"aten", "prims", "quantized"}  # PyTorch's operators that compute (a prims or quantized
 # operator runs its ATen work with the census popped: it is counted as itself)
@@ -49,6 +59,34 @@ def prepare() -> None:
     with Nothing():
         torch.zeros(1).add(1)
     op_work.prepare()  # torch's FLOP counter and decompositions, imported now for the same reason
+    _watch_exits()
+
+
+def _watch_exits() -> None:
+    """Wrap the places a tensor leaves PyTorch (`_EXITS`) with a count that only a census reads (idempotent)."""
+    import importlib
+
+    import torch
+
+    for owner_name, attribute in _EXITS:
+        owner = torch.Tensor if owner_name == "Tensor" else importlib.import_module(owner_name)
+        original = getattr(owner, attribute, None)
+        if original is None or getattr(original, "_kw_exit", False):
+            continue
+        setattr(owner, attribute, _counted_exit(original, f"{owner_name}.{attribute}"))
+
+
+def _counted_exit(original: Callable[..., Any], name: str) -> Callable[..., Any]:
+    import functools
+
+    @functools.wraps(original)
+    def exit_(*args: Any, **kwargs: Any) -> Any:
+        if _LEAVING["active"]:
+            _LEAVING["seen"][name] = _LEAVING["seen"].get(name, 0) + 1
+        return original(*args, **kwargs)
+
+    exit_._kw_exit = True  # type: ignore[attr-defined]
+    return exit_
 
 
 def census(call: Callable[[], Any], depth: Callable[[], int], timed: bool) -> tuple[Any, dict[str, Any]]:
@@ -114,8 +152,14 @@ def counting(depth: Callable[[], int], timed: bool) -> Iterator[dict[str, Any]]:
                     spent[0] += time.perf_counter() - started
             return result
 
+    _LEAVING["active"] += 1
+    seen_before = dict(_LEAVING["seen"])
     try:
         with Census():
             yield found
     finally:
+        _LEAVING["active"] -= 1
+        for name, count in _LEAVING["seen"].items():  # compute no census counts: named, never credited
+            if count > seen_before.get(name, 0):
+                counts[name + LEFT] = count - seen_before.get(name, 0)
         found.update(ops=counts, library_s=spent[0] if timed else None, library_flops=flops[0])

@@ -38,7 +38,8 @@ _FATAL_PATTERNS: list[tuple[Check, str, re.Pattern[str]]] = [
     (Check.INCLUDE, "includes a file by absolute or parent path: builds read only their own sources and the "
      "toolchain's", re.compile(r'#\s*include\s*[<"](/|[^>"]*\.\./)')),
     (Check.IO, "file, process, network or environment access from C++",  # not torch::stable::clone, a tensor's copy
-     re.compile(r"(?<![.>])(?<!stable::)(?<!torch::)(?<!\bat::)\b(fopen|freopen|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv"
+     re.compile(r"(?<![.>])(?<!stable::)(?<!torch::)(?<!\bat::)\b(fopen|fopen64|freopen"
+                r"|std::ofstream|std::ifstream|std::fstream|socket|connect|popen|system|getenv|secure_getenv"
                 r"|dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|clone|syscall|ptrace|mmap|mprotect|kill|setsid|prctl|unshare|setns|mount)\s*\(")),
 ]
 _COMPUTE_OPS = (r"matmul|mm|bmm|addmm|baddbmm|linear|conv\w*|convolution|relu\w*|gelu|silu|sigmoid|tanh|softmax"

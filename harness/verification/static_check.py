@@ -316,22 +316,56 @@ def _keyed(node: ast.expr) -> bool:
     return any(isinstance(n, ast.Call) and _call_name(n) in _CACHE_KEYS for n in ast.walk(node))
 
 
-def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set[str] = frozenset()) -> None:
-    """torch compute inside ModelNew's methods: reported by default, fatal under `strict`."""
-    for method in model_new.body:
-        if not isinstance(method, ast.FunctionDef) or method.name == "__init__":
-            continue
-        for node in ast.walk(method):
+# a tensor leaving PyTorch for another library's compute (NumPy's BLAS ships its own), and those libraries
+_LEAVES_TORCH = {"numpy", "__array__", "__dlpack__", "to_dlpack", "from_dlpack", "tolist"}
+_OTHER_ARRAYS = {"numpy", "scipy", "cupy", "jax", "numba", "tensorflow"}
+
+
+def _helpers(tree: ast.Module) -> dict[str, ast.AST]:
+    """Module-level functions and lambdas by name: code ModelNew's methods may run."""
+    found: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+            found.update({t.id: node.value for t in node.targets if isinstance(t, ast.Name)})
+    return found
+
+
+def _forward_code(model_new: ast.ClassDef, tree: ast.Module | None) -> list[tuple[str, ast.AST]]:
+    """ModelNew's methods but __init__, and every module-level helper they name, however deep (a helper called
+    from forward runs in forward: `def _product(A, B): return A.numpy() @ B.numpy()` is forward's compute)."""
+    helpers = _helpers(tree) if tree is not None else {}
+    bodies = [(m.name, m) for m in model_new.body if isinstance(m, ast.FunctionDef) and m.name != "__init__"]
+    seen: set[str] = set()
+    for _, body in bodies:  # grows while it is read
+        for node in ast.walk(body):
+            if isinstance(node, ast.Name) and node.id in helpers and node.id not in seen:
+                seen.add(node.id)
+                bodies.append((node.id, helpers[node.id]))
+    return bodies
+
+
+def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set[str] = frozenset(),
+                     tree: ast.Module | None = None) -> None:
+    """torch compute inside ModelNew's methods and the module-level helpers they call: reported by default, fatal
+    under `strict`."""
+    for where, code in _forward_code(model_new, tree):
+        for node in ast.walk(code):
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-                checker.add(Check.TORCH_COMPUTE, f"{method.name}() uses the @ operator (torch matmul)", node,
+                checker.add(Check.TORCH_COMPUTE, f"{where}() uses the @ operator (torch matmul)", node,
                             fatal=checker.strict)
             elif isinstance(node, ast.BinOp) and isinstance(node.op, _ARITHMETIC) and _tensor_operands(node):
-                checker.add(Check.TORCH_COMPUTE, f"{method.name}() computes `{ast.unparse(node)[:80]}` with tensor "
+                checker.add(Check.TORCH_COMPUTE, f"{where}() computes `{ast.unparse(node)[:80]}` with tensor "
                             "operators (PyTorch kernels)", node, fatal=checker.strict)
             if not isinstance(node, ast.Call):
                 continue
             name = _call_name(node)
             root = _root_name(node.func)
+            if name in _LEAVES_TORCH or checker.modules.get(root or "", "").split(".")[0] in _OTHER_ARRAYS:
+                checker.add(Check.TORCH_COMPUTE, f"{where}() calls {ast.unparse(node.func)[:60]}(): a tensor handed "
+                            "to another array library computes where no census counts it", node, fatal=checker.strict)
+                continue
             torch_call = root in _TORCH_NAMES or checker.modules.get(root or "") == "torch"
             module_call = isinstance(node.func, ast.Attribute) and root == "self" and \
                 isinstance(node.func.value, ast.Name)  # self.conv(x): an nn.Module computes
@@ -340,7 +374,7 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set
             if (torch_call or module_call or method_call) and name not in _SHAPE_ONLY and \
                     not _own_op(node, namespaces):
                 what = ast.unparse(node.func)
-                checker.add(Check.TORCH_COMPUTE, f"{method.name}() calls {what}(): PyTorch computes part of the "
+                checker.add(Check.TORCH_COMPUTE, f"{where}() calls {what}(): PyTorch computes part of the "
                             "answer, not the candidate's kernel", node, fatal=checker.strict)
 
 
@@ -386,7 +420,7 @@ def check_candidate(source: str, policy: EvalPolicy) -> StaticReport:
     checker.visit(tree)
     _try_fallbacks(tree, checker)
     code = string_constants(tree)
-    _forward_compute(model_new, checker, own_namespaces(code))
+    _forward_compute(model_new, checker, own_namespaces(code), tree)
     _caches(model_new, checker)
     for finding in scan_cpp(code, strict=checker.strict):
         checker.findings.append(finding)

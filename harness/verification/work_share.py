@@ -2,12 +2,14 @@
 cannot. The library's work is what the compute census counted (harness/child/census.py: every ATen operator outside
 the candidate's kernels and inside them, FLOPs by torch's counter, one per element otherwise); the reference's is
 the same count over one forward of the reference on the meta device (kernelbench/shrink.py `measure`). What the
-library did not do of the reference's work is the kernels' share."""
+library did not do of the reference's work is the kernels' share; where a tensor left PyTorch for another library's
+compute (NumPy's BLAS: no operator, no FLOP to count) the kernels' share is none."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from harness.child.census import LEFT
 from kernelbench.problem import Problem, ProblemError
 
 
@@ -25,6 +27,8 @@ def reference_flops(problem: Problem) -> float | None:
 def work_share(census: dict[str, Any] | None, reference: float | None) -> float | None:
     """1 - the library's FLOPs per audited call / the reference's per forward, within [0, 1]; None where either is
     unknown."""
+    if census and any(str(name).endswith(LEFT) for name in census.get("ops") or {}):
+        return 0.0  # a tensor left PyTorch for another library's compute: its work is uncounted, so none is credited
     if not census or reference is None or "flops" not in census:
         return None
     per_call = float(census["flops"]) / max(1, int(census.get("calls") or 1))
