@@ -317,17 +317,18 @@ def _keyed(node: ast.expr) -> bool:
 
 
 # a tensor leaving PyTorch for another library's compute (NumPy's BLAS ships its own), and those libraries
-_LEAVES_TORCH = {"numpy", "__array__", "__dlpack__", "to_dlpack", "from_dlpack", "tolist"}
+_LEAVES_TORCH = {"numpy", "__array__", "__dlpack__", "to_dlpack", "from_dlpack"}
 _OTHER_ARRAYS = {"numpy", "scipy", "cupy", "jax", "numba", "tensorflow"}
 
 
 def _helpers(tree: ast.Module) -> dict[str, ast.AST]:
-    """Module-level functions and lambdas by name: code ModelNew's methods may run."""
+    """Module-level functions, lambdas and attribute aliases by name: code ModelNew's methods may run."""
     found: dict[str, ast.AST] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found[node.name] = node
-        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+        elif isinstance(node, ast.Assign) and isinstance(node.value, (ast.Lambda, ast.Attribute)):
+            # a lambda, or an alias of an attribute (`_to_array = torch._C.TensorBase.numpy`)
             found.update({t.id: node.value for t in node.targets if isinstance(t, ast.Name)})
     return found
 
@@ -352,6 +353,10 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set
     under `strict`."""
     for where, code in _forward_code(model_new, tree):
         for node in ast.walk(code):
+            if isinstance(node, ast.Attribute) and node.attr in _LEAVES_TORCH and not isinstance(node.ctx, ast.Store):
+                checker.add(Check.TORCH_COMPUTE, f"{where}() names {ast.unparse(node)[:60]}: a tensor handed to "
+                            "another array library computes where no census counts it", node, fatal=checker.strict)
+                continue
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
                 checker.add(Check.TORCH_COMPUTE, f"{where}() uses the @ operator (torch matmul)", node,
                             fatal=checker.strict)
@@ -362,7 +367,7 @@ def _forward_compute(model_new: ast.ClassDef, checker: _Checker, namespaces: set
                 continue
             name = _call_name(node)
             root = _root_name(node.func)
-            if name in _LEAVES_TORCH or checker.modules.get(root or "", "").split(".")[0] in _OTHER_ARRAYS:
+            if checker.modules.get(root or "", "").split(".")[0] in _OTHER_ARRAYS:
                 checker.add(Check.TORCH_COMPUTE, f"{where}() calls {ast.unparse(node.func)[:60]}(): a tensor handed "
                             "to another array library computes where no census counts it", node, fatal=checker.strict)
                 continue

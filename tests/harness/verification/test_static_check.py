@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.policy import EvalPolicy
+from harness.records import Check
 from harness.verification.static_check import check_candidate
 from tests.conftest import CPU_CANDIDATES, CUDA_CANDIDATES, RELU_CANDIDATE, relu_variant
 
@@ -225,3 +226,25 @@ def test_an_output_cache_keyed_on_the_inputs_is_reported_and_fatal_when_strict(b
     default = check_candidate(source, DEFAULT)
     assert default.verdict is None and any("[cache]" in note for note in default.notes), default.findings
     assert "cache" in _checks(source, STRICT)
+
+
+# issue 44, third forms: forward's compute in module-level code it names (a helper, a lambda, an alias of a method
+# that hands a tensor to NumPy), read as forward's own; a helper that only computes sizes stays clean under strict
+_HELPER = "\n\ndef _product(A, B):\n    return torch.from_numpy(A.numpy() @ B.numpy())\n"
+_ALIAS = "\n_to_array = torch._C.TensorBase.numpy\n"
+_SIZES = "\n\ndef _blocks(n):\n    return (n + 255) // 256\n"
+
+
+@pytest.mark.proves(Check.TORCH_COMPUTE)
+@pytest.mark.parametrize("prelude,forward", [
+    (_HELPER, "return relu_ext.relu_forward(_product(x, x))"),
+    (_ALIAS, "return relu_ext.relu_forward(x) if _to_array(x).any() else x"),
+], ids=["helper", "method-alias"])
+def test_numpy_compute_in_module_level_code_forward_names_is_refused_under_strict(prelude: str, forward: str) -> None:
+    findings = check_candidate(relu_variant(forward, prelude=prelude), STRICT).findings
+    assert any(f.fatal and f.check == Check.TORCH_COMPUTE and "another array library" in f.message for f in findings)
+
+
+def test_a_module_level_helper_that_computes_sizes_stays_clean_under_strict() -> None:
+    source = relu_variant("assert _blocks(x.numel()) > 0\nreturn relu_ext.relu_forward(x)", prelude=_SIZES)
+    assert check_candidate(source, STRICT).verdict is None, check_candidate(source, STRICT).findings
