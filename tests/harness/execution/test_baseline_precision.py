@@ -8,6 +8,7 @@ import pytest
 
 from harness.policy import EvalPolicy
 from harness.execution.baseline import _unequal_settings, time_references
+from harness.isolation.protocol import Status
 from harness.values.precision import precision_settings
 from kernelbench.bundled import find_bundled
 from kernelbench.problem import Problem
@@ -44,9 +45,9 @@ def test_the_honest_baseline_runs_with_the_reference_settings_and_records_them()
 def test_a_compiled_baseline_that_reports_other_settings_or_none_is_refused() -> None:
     expected = precision_settings()
     tf32 = {**expected, "cuda.matmul.allow_tf32": "True" if expected["cuda.matmul.allow_tf32"] != "True" else "False"}
-    refused = _unequal_settings([{"status": "ok", "settings": expected}, {"status": "ok", "settings": tf32}],
-                                expected, True, "max-autotune")
+    refused = _unequal_settings([Status.read({"status": "ok", "settings": expected}),
+                                 Status.read({"status": "ok", "settings": tf32})], expected, True, "max-autotune")
     assert refused is not None and refused.startswith("[precision] torch.compile (max-autotune) baseline refused")
     assert "cuda.matmul.allow_tf32" in refused
-    assert "not reported" in (_unequal_settings([{"status": "ok"}], expected, True, None) or "")
-    assert _unequal_settings([{"status": "ok", "settings": dict(expected)}], expected, True, None) is None
+    assert "not reported" in (_unequal_settings([Status.read({"status": "ok"})], expected, True, None) or "")
+    assert _unequal_settings([Status.read({"status": "ok", "settings": dict(expected)})], expected, True, None) is None
