@@ -34,7 +34,7 @@ from harness.shipping.envelope import Envelope, ShapeVariant, check_envelope
 from kernelbench.problem import Problem
 from kernelbench.shrink import rewrite_constants, size_constants
 from kernelwright.bucket_spec import MAX_RANGED, BucketSpec
-from kernelwright.export_op import ExportError, signatures
+from kernelwright.export_signatures import ExportError, signatures
 
 Progress = Callable[[str], None]
 DEFAULT_SAMPLES = 4  # interior samples per bucket, besides its corners
