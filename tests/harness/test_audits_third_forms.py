@@ -136,21 +136,15 @@ DETECT = _matmul(relu_variant(
     "return y"))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "NOT CAUGHT (the residual docs/verdicts.md states): the poison recognised by a negative value in a ReLU's "
-    "output and answered wrong on purpose; the library answers every other call; accepted at 1.49-1.54x, share "
-    "10-11%"))
 def test_a_forward_that_recognises_the_finite_poison_and_answers_wrong_is_caught() -> None:
     """The library's matmul answers; the ReLU kernel does useless work on a 2x expanded input and its output is
-    only read to recognise the knock-out (`k.min() < 0`), where forward answers wrong on purpose: accepted at
-    1.49-1.54x by default, kernel_share 0.10-0.11, knocked_out_right False (strict's census rejects it: aten.mm,
-    aten.min, aten.lt).
-    The share rule is what bounds it: the same work concentrated on one call in eight (16x expanded) read the same
-    10% and 1.46x; the library with the kernel's share at 88% (the forms above) read 1.78x, so the 5% rule costs
-    the attacker about 5% of forward's time, however it is spent (work spread or concentrated counts by its time,
-    summed over an audit batch it cannot tell apart)."""
+    only read to recognise the knock-out (`k.min() < 0`), where forward answers wrong on purpose. Accepted at
+    1.49-1.54x while the share was clocked (kernel_share 0.10-0.11, knocked_out_right False); since issue 44 the
+    share is counted by work: the library's matmul did 100% of the reference's FLOPs, the kernels 0%, so no
+    speedup is credited (measured 2026-11-28: rejected, [runtime-compute], time share 0.11)."""
     evaluation = evaluate(MATMUL64, DETECT, "cpu", DEFAULT)
-    assert evaluation.verdict is Verdict.REJECTED and evaluation.reasons[0].startswith("[ghost-kernel]"), \
+    assert evaluation.verdict is Verdict.REJECTED, _figures(evaluation)
+    assert evaluation.reasons[0].startswith("[runtime-compute]") and "0%" in evaluation.reasons[0], \
         _figures(evaluation)
 
 
