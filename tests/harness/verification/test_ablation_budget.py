@@ -199,7 +199,12 @@ def test_a_term_that_matters_only_on_the_shrunk_copy_is_judged_at_the_problems_o
     notes: list[Finding] = []
     reference = run_reference(_tiny_at_full(ROW_SUM_TERM, 10.0), "cpu", 0, SEEDS)
     passing = passing_canaries(reference, EvalPolicy(), notes)
-    assert any("`mul`" in p and "at the problem's own sizes" in p and "only on the copy" in p for p in passing), passing
+    # since the wide and sparse trials (issue 44's third forms) the term is no longer tiny at full size in every
+    # trial, so it matters there too: what this proves is that the copy's borderline parts are judged at the
+    # problem's own sizes (switched off, nothing is judged and no note is written) and that the term cannot be skipped
+    said = " ".join(note.render() for note in notes)
+    assert not any("`mul`" in p for p in passing), passing
+    assert "`mul`" in said and "judged for the problem's own sizes" in said, said
 
 
 # a test of the estimate's mechanism (degenerate_parts called directly), not an attack through evaluate: the
