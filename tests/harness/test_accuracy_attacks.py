@@ -19,6 +19,9 @@ from kernelbench.problem import problem_from_source
 
 pytestmark = [pytest.mark.slow, pytest.mark.proves(Check.ORACLE)]
 DEFAULT = EvalPolicy(timing_budget_s=0.2)
+# the trials before the eighth (sparse) one: that trial's spikes catch a sampler by tolerance alone, and these tests
+# prove the float64 oracle (where the trials' distributions let the sampler's error pass the tolerance)
+BEFORE_SPARSE = EvalPolicy(timing_budget_s=0.2, trials=7)
 
 ROW_SUM = r'''
 import torch
@@ -168,11 +171,11 @@ def _refused_by_the_oracle(evaluation: object) -> None:
 
 
 def test_a_float16_sum_that_reads_a_sixteenth_when_sub_block_means_agree_is_incorrect() -> None:
-    _refused_by_the_oracle(evaluate(SUM_ROWS, _row_sum("1.0", 16), "cpu", DEFAULT))
+    _refused_by_the_oracle(evaluate(SUM_ROWS, _row_sum("1.0", 16), "cpu", BEFORE_SPARSE))
 
 
 def test_a_float16_mean_that_reads_an_eighth_is_incorrect() -> None:
-    _refused_by_the_oracle(evaluate(MEAN_ROWS, _row_sum("1.0 / 131072", 8), "cpu", DEFAULT))
+    _refused_by_the_oracle(evaluate(MEAN_ROWS, _row_sum("1.0 / 131072", 8), "cpu", BEFORE_SPARSE))
 
 
 def test_an_honest_float16_blocked_sum_stays_accepted() -> None:
