@@ -113,10 +113,12 @@ def test_a_forward_that_looks_for_nan_in_its_kernels_output_answers_with_the_ker
     """The kernel on every call, the library's answer where the kernel's output holds NaN (the obvious reading of a
     knock-out that filled outputs with NaN, where it was a ghost). The poison is a pattern of finite values now: the
     check never fires, the knocked-out answer is the kernel's (wrong), and every other answer is the kernel's too,
-    so it stays accepted: a control that the knock-out judges the answer, not the check."""
+    so it stays accepted: a control that the knock-out judges the answer, not the check. The check reads the first
+    8 outputs: one over every output is library work the size of the reference's (issue 44's work share refuses
+    its credit, [runtime-compute])."""
     source = relu_variant(
         "y = relu_ext.relu_forward(x)\n"
-        "if torch.isnan(y).any():  # knocked out: the library answers instead\n"
+        "if torch.isnan(y.view(-1)[:8]).any():  # knocked out: the library answers instead\n"
         "    return torch.relu(x)\n"
         "return y")
     evaluation = evaluate(WHERE_RELU, source, "cpu", DEFAULT)
