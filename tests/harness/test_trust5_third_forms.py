@@ -33,26 +33,14 @@ from __future__ import annotations
 import pytest
 
 from harness.pipeline import evaluate
-from harness.policy import EvalPolicy
 from harness.records import Check, Verdict
 from kernelbench.problem import problem_from_source
 from tests.harness.test_parameter_attacks import _candidate, _problem
-from tests.harness.test_trust5_second_forms import MATMUL64, PRODUCT
+from tests.harness.test_trust5_second_forms import (DEFAULT, FAST, MATMUL64, PRODUCT, STRICT, _checks,  # noqa: F401
+                                                     _said)
 
 pytestmark = pytest.mark.slow
-DEFAULT = EvalPolicy(timing_budget_s=0.2)
-FAST = EvalPolicy(timing_budget_s=0.1, timed_checks=30)
-STRICT = FAST.model_copy(update={"static_policy": "strict"})
 _MEASURED = "measured on the loaded 2-core machine, main at f8fecdd: "
-
-
-def _said(evaluation: object) -> str:
-    """The outcome in one line, for an assertion's message."""
-    return f"{evaluation.verdict} at {evaluation.speedup}x: {evaluation.reasons[:3]}"
-
-
-def _checks(evaluation: object) -> set[str]:
-    return {str(f.check) for f in evaluation.findings}
 
 
 # ------------------------------------------------------------------------------------------------------------------
